@@ -1,0 +1,237 @@
+//! Start-up: open the database, apply migrations, load the master key and the signing keys, build
+//! the services, bind the listener. Tests build the same `Application` on port 0.
+
+use std::future::Future;
+use std::io::Write as _;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+use tokio::net::TcpListener;
+
+use crate::auth::crypto::Secrets;
+use crate::auth::service::{AuthService, AuthSettings};
+use crate::auth::tokens::{Keyring, LEEWAY_SECONDS, Tokens};
+use crate::config::{MasterKey, Settings};
+use crate::crm::Contacts;
+use crate::http::{self, AppState, Inner};
+use crate::store::Store;
+
+/// How often each instance re-reads the signing keys, so a rotation done elsewhere (the CLI,
+/// another instance) is signed with and published here within this time.
+pub const KEY_RELOAD_INTERVAL: Duration = Duration::from_secs(5);
+
+/// The services over one database, for the server and for the CLI commands.
+pub struct Services {
+    pub store: Store,
+    pub secrets: Arc<Secrets>,
+    pub keyring: Arc<Keyring>,
+    pub auth: AuthService,
+    pub contacts: Contacts,
+}
+
+impl Services {
+    pub async fn open(settings: &Settings) -> anyhow::Result<Services> {
+        let store = open_store(settings).await?;
+        let master_key = master_key(settings)?;
+        let secrets = Arc::new(Secrets::new(&master_key));
+        // A retired key verifies (and is published) as long as anything it signed can be valid.
+        let retain = settings.access_token_ttl.max(settings.refresh_token_ttl)
+            + Duration::from_secs(LEEWAY_SECONDS);
+        let keyring = Arc::new(Keyring::load(store.clone(), secrets.clone(), retain).await?);
+        let tokens = Tokens::new(
+            keyring.clone(),
+            &settings.issuer,
+            &settings.audience,
+            settings.access_token_ttl,
+        );
+        let auth = AuthService::new(
+            store.clone(),
+            tokens,
+            secrets.clone(),
+            AuthSettings {
+                refresh_ttl: settings.refresh_token_ttl,
+                temp_ttl: settings.temp_token_ttl,
+                reuse_grace: settings.refresh_reuse_grace,
+            },
+        );
+        let contacts = Contacts::new(store.clone(), secrets.clone());
+        Ok(Services {
+            store,
+            secrets,
+            keyring,
+            auth,
+            contacts,
+        })
+    }
+}
+
+/// Connects and brings the schema up to date.
+pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
+    let store = Store::connect(&settings.database_url)
+        .await
+        .with_context(|| {
+            format!(
+                "cannot open the database {}",
+                crate::config::redact_url(&settings.database_url)
+            )
+        })?;
+    store
+        .migrate()
+        .await
+        .context("cannot apply the database migrations")?;
+    Ok(store)
+}
+
+/// The master key from the settings, or from `gatehouse.master.key` beside the SQLite database,
+/// created there (mode 0600) on first start.
+fn master_key(settings: &Settings) -> anyhow::Result<MasterKey> {
+    if let Some(key) = &settings.master_key {
+        return Ok(key.clone());
+    }
+    let db = settings
+        .sqlite_path()
+        .context("GATEHOUSE_MASTER_KEY is required unless the database is a SQLite file")?;
+    let path = key_file_path(&db);
+    match read_key_file(&path)? {
+        Some(key) => Ok(key),
+        None => {
+            let key = MasterKey::generate();
+            match create_key_file(&path, &key) {
+                Ok(()) => {
+                    tracing::warn!(
+                        path = %path.display(),
+                        "generated a new master key: back it up with the database, which cannot be read without it"
+                    );
+                    Ok(key)
+                }
+                // Another process created it first: use theirs.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    read_key_file(&path)?.context("the master key file vanished")
+                }
+                Err(e) => Err(e).with_context(|| {
+                    format!("cannot create the master key file {}", path.display())
+                }),
+            }
+        }
+    }
+}
+
+fn key_file_path(db: &Path) -> PathBuf {
+    db.parent()
+        .unwrap_or(Path::new(""))
+        .join("gatehouse.master.key")
+}
+
+fn read_key_file(path: &Path) -> anyhow::Result<Option<MasterKey>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => MasterKey::parse(&text)
+            .map(Some)
+            .map_err(|reason| anyhow::anyhow!("the master key file {} {reason}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => {
+            Err(e).with_context(|| format!("cannot read the master key file {}", path.display()))
+        }
+    }
+}
+
+fn create_key_file(path: &Path, key: &MasterKey) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    writeln!(file, "{}", key.encode())?;
+    file.sync_all()
+}
+
+/// The service, bound and ready to run.
+pub struct Application {
+    listener: TcpListener,
+    state: AppState,
+    keyring: Arc<Keyring>,
+}
+
+impl Application {
+    pub async fn build(settings: &Settings) -> anyhow::Result<Application> {
+        let services = Services::open(settings).await?;
+        let listener = TcpListener::bind(settings.listen)
+            .await
+            .with_context(|| format!("cannot listen on {}", settings.listen))?;
+        let state = AppState::new(Inner {
+            auth: services.auth,
+            contacts: services.contacts,
+            store: services.store,
+            trusted_proxies: settings.trusted_proxies.clone(),
+            registration_open: settings.registration_open,
+        });
+        Ok(Application {
+            listener,
+            state,
+            keyring: services.keyring,
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.listener
+            .local_addr()
+            .expect("a bound listener has an address")
+    }
+
+    pub fn state(&self) -> &AppState {
+        &self.state
+    }
+
+    /// Serves until `shutdown` completes, then finishes the requests in flight.
+    pub async fn run_until(
+        self,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> anyhow::Result<()> {
+        let keyring = self.keyring.clone();
+        let reload = tokio::spawn(async move {
+            let mut tick = tokio::time::interval(KEY_RELOAD_INTERVAL);
+            tick.tick().await;
+            loop {
+                tick.tick().await;
+                if let Err(error) = keyring.reload().await {
+                    tracing::warn!(error = %error, "cannot reload the signing keys");
+                }
+            }
+        });
+        let addr = self.local_addr();
+        tracing::info!("listening on http://{addr}");
+        let app =
+            http::router(self.state.clone()).into_make_service_with_connect_info::<SocketAddr>();
+        let served = axum::serve(self.listener, app)
+            .with_graceful_shutdown(shutdown)
+            .await;
+        reload.abort();
+        self.state.store.close().await;
+        served.context("the server failed")
+    }
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let terminate = std::future::pending::<()>();
+    tokio::select! {
+        () = interrupt => {},
+        () = terminate => {},
+    }
+    tracing::info!("shutting down: finishing the requests in flight");
+}

@@ -1,0 +1,536 @@
+//! The authentication flows: login, the second factor, refresh, sessions, 2FA enrolment and
+//! account administration. It speaks in domain terms; `http` turns them into calls and answers.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use serde::Serialize;
+use uuid::Uuid;
+
+use super::crypto::{Secrets, random_token, sha256};
+use super::password::{PasswordHasher, Verdict, check_policy};
+use super::tokens::Tokens;
+use super::totp;
+use crate::domain::{Email, FullName};
+use crate::error::{Error, Result};
+use crate::store::sessions::{NewSession, RefreshRow, Rotation};
+use crate::store::users::{NewUser, UserRow};
+use crate::store::{Store, is_unique_violation, now_ms, rfc3339};
+
+/// Wrong codes a two-factor challenge tolerates (API.md §2).
+pub const MAX_CHALLENGE_ATTEMPTS: i64 = 5;
+
+/// Where a request came from, recorded with the session it opens.
+#[derive(Debug, Clone, Default)]
+pub struct ClientInfo {
+    pub ip: Option<IpAddr>,
+    pub user_agent: Option<String>,
+}
+
+/// The caller of a bearer call, from a verified access token of a live session.
+#[derive(Debug, Clone)]
+pub struct Principal {
+    pub user_id: Uuid,
+    pub session_id: Uuid,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UserView {
+    pub id: Uuid,
+    pub email: String,
+    pub full_name: String,
+}
+
+impl From<&UserRow> for UserView {
+    fn from(u: &UserRow) -> Self {
+        UserView {
+            id: u.id,
+            email: u.email.clone(),
+            full_name: u.full_name.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TokenSet {
+    pub access_token: String,
+    pub refresh_token: String,
+    pub expires_in: i64,
+    pub user: UserView,
+}
+
+#[derive(Debug)]
+pub enum LoginOutcome {
+    Tokens(TokenSet),
+    Challenge { temp_token: String },
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Me {
+    pub id: Uuid,
+    pub email: String,
+    pub full_name: String,
+    pub two_factor_enabled: bool,
+    pub recovery_codes_remaining: i64,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TwoFactorSetup {
+    pub secret: String,
+    pub otpauth_uri: String,
+    pub qr_code_svg: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogoutScope {
+    Current,
+    Others,
+    All,
+}
+
+pub struct AuthSettings {
+    pub refresh_ttl: Duration,
+    pub temp_ttl: Duration,
+    pub reuse_grace: Duration,
+}
+
+pub struct AuthService {
+    store: Store,
+    hasher: PasswordHasher,
+    tokens: Tokens,
+    secrets: Arc<Secrets>,
+    refresh_ttl_ms: i64,
+    temp_ttl_ms: i64,
+    grace_ms: i64,
+}
+
+const AMR_PASSWORD: &str = "pwd";
+const AMR_OTP: &str = "otp";
+
+impl AuthService {
+    pub fn new(
+        store: Store,
+        tokens: Tokens,
+        secrets: Arc<Secrets>,
+        settings: AuthSettings,
+    ) -> Self {
+        AuthService {
+            store,
+            hasher: PasswordHasher::new(),
+            tokens,
+            secrets,
+            refresh_ttl_ms: settings.refresh_ttl.as_millis() as i64,
+            temp_ttl_ms: settings.temp_ttl.as_millis() as i64,
+            grace_ms: settings.reuse_grace.as_millis() as i64,
+        }
+    }
+
+    pub fn tokens(&self) -> &Tokens {
+        &self.tokens
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.store
+    }
+
+    /// Password login. Unknown e-mail and wrong password are one answer, and cost one hash each.
+    /// A disabled account is told so only after its password was right.
+    pub async fn login(
+        &self,
+        email: &Email,
+        password: SecretString,
+        client: &ClientInfo,
+    ) -> Result<LoginOutcome> {
+        let user = self.store.user_by_email(&email.normalized()).await?;
+        let stored = user.as_ref().map(|u| u.password_hash.clone());
+        let candidate = SecretString::from(password.expose_secret());
+        let verdict = self.hasher.verify(password, stored).await?;
+        let (user, needs_rehash) = match (user, verdict) {
+            (Some(user), Verdict::Match { needs_rehash }) => (user, needs_rehash),
+            _ => return Err(Error::InvalidCredentials),
+        };
+        if user.disabled {
+            return Err(Error::AccountDisabled);
+        }
+        if needs_rehash {
+            self.upgrade_hash_later(&user, candidate);
+        }
+        if user.two_factor_enabled() {
+            let temp_token = random_token();
+            let expires_at = now_ms() + self.temp_ttl_ms;
+            self.store
+                .insert_challenge(&sha256(temp_token.as_bytes()), user.id, expires_at)
+                .await?;
+            return Ok(LoginOutcome::Challenge { temp_token });
+        }
+        let tokens = self
+            .open_session(&user, vec![AMR_PASSWORD.into()], client)
+            .await?;
+        Ok(LoginOutcome::Tokens(tokens))
+    }
+
+    /// Re-hashes a password whose hash has weaker parameters than today's, off the request path.
+    fn upgrade_hash_later(&self, user: &UserRow, password: SecretString) {
+        let hasher = self.hasher.clone();
+        let store = self.store.clone();
+        let (id, old) = (user.id, user.password_hash.clone());
+        tokio::spawn(async move {
+            let result = async {
+                let new = hasher.hash(password).await?;
+                store.upgrade_password_hash(id, &old, &new).await?;
+                Ok::<_, Error>(())
+            };
+            if let Err(error) = result.await {
+                tracing::warn!(user = %id, error = %error, "password hash upgrade failed");
+            }
+        });
+    }
+
+    /// Completes a login that was answered with a challenge, with a TOTP code or a recovery code.
+    pub async fn verify_second_factor(
+        &self,
+        temp_token: &str,
+        code: &str,
+        client: &ClientInfo,
+    ) -> Result<TokenSet> {
+        let hash = sha256(temp_token.as_bytes());
+        let now = now_ms();
+        let (user_id, attempts) = self
+            .store
+            .take_challenge_attempt(&hash, MAX_CHALLENGE_ATTEMPTS, now)
+            .await?
+            .ok_or(Error::TempTokenInvalid)?;
+        let user = self
+            .store
+            .user_by_id(user_id)
+            .await?
+            .ok_or(Error::TempTokenInvalid)?;
+        if user.disabled {
+            return Err(Error::AccountDisabled);
+        }
+        // 2FA may have been reset by an administrator since the challenge was made.
+        let sealed = user.totp_secret.as_deref().ok_or(Error::TempTokenInvalid)?;
+        if !self.check_second_factor(&user, sealed, code).await? {
+            let remaining = (MAX_CHALLENGE_ATTEMPTS - attempts).max(0) as u32;
+            return Err(Error::Invalid2faCode {
+                attempts_remaining: remaining,
+            });
+        }
+        if !self.store.complete_challenge(&hash, now).await? {
+            return Err(Error::TempTokenInvalid);
+        }
+        self.open_session(&user, vec![AMR_PASSWORD.into(), AMR_OTP.into()], client)
+            .await
+    }
+
+    /// A TOTP code of a step newer than any used before, or an unused recovery code. Either is
+    /// used up by being accepted.
+    async fn check_second_factor(
+        &self,
+        user: &UserRow,
+        sealed_secret: &[u8],
+        code: &str,
+    ) -> Result<bool> {
+        let code = code.trim();
+        if code.len() == totp::DIGITS && code.bytes().all(|b| b.is_ascii_digit()) {
+            let secret = self.open_secret(user, sealed_secret)?;
+            let now = (now_ms() / 1000) as u64;
+            return match totp::matching_step(&secret, code, now) {
+                Some(step) => Ok(self.store.claim_totp_step(user.id, step as i64).await?),
+                None => Ok(false),
+            };
+        }
+        match totp::normalize_recovery_code(code) {
+            Some(normalized) => {
+                let hash = self
+                    .secrets
+                    .recovery_code_hash(user.id.as_bytes(), &normalized);
+                Ok(self.store.use_recovery_code(user.id, &hash).await?)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn open_secret(&self, user: &UserRow, sealed: &[u8]) -> Result<Vec<u8>> {
+        self.secrets
+            .open(user.id.as_bytes(), sealed)
+            .map_err(Error::internal)
+    }
+
+    async fn open_session(
+        &self,
+        user: &UserRow,
+        amr: Vec<String>,
+        client: &ClientInfo,
+    ) -> Result<TokenSet> {
+        let now = now_ms();
+        let session_id = Uuid::now_v7();
+        let refresh = RefreshRow {
+            jti: Uuid::new_v4(),
+            session_id,
+            issued_at: now,
+            expires_at: now + self.refresh_ttl_ms,
+            consumed_at: None,
+        };
+        let amr_text = amr.join(" ");
+        let ip = client.ip.map(|ip| ip.to_string());
+        self.store
+            .insert_session(&NewSession {
+                id: session_id,
+                user_id: user.id,
+                amr: &amr_text,
+                ip: ip.as_deref(),
+                user_agent: client.user_agent.as_deref(),
+                refresh: &refresh,
+            })
+            .await?;
+        self.token_set(user, &amr, &refresh)
+    }
+
+    fn token_set(&self, user: &UserRow, amr: &[String], refresh: &RefreshRow) -> Result<TokenSet> {
+        let now = now_ms() / 1000;
+        Ok(TokenSet {
+            access_token: self.tokens.access(user.id, refresh.session_id, amr, now)?,
+            refresh_token: self.tokens.refresh(
+                user.id,
+                refresh.session_id,
+                refresh.jti,
+                refresh.issued_at,
+                refresh.expires_at,
+            )?,
+            expires_in: self.tokens.access_ttl_seconds(),
+            user: UserView::from(user),
+        })
+    }
+
+    /// Rotates a refresh token. A token consumed moments ago (a racing tab) gets the session's
+    /// current tokens; one consumed longer ago was stolen or replayed, and ends the session.
+    pub async fn refresh(&self, token: &str) -> Result<TokenSet> {
+        let claims = self.tokens.verify_refresh(token)?;
+        let now = now_ms();
+        let next = RefreshRow {
+            jti: Uuid::new_v4(),
+            session_id: claims.sid,
+            issued_at: now,
+            expires_at: now + self.refresh_ttl_ms,
+            consumed_at: None,
+        };
+        let (session, refresh) = match self.store.rotate_refresh(claims.jti, &next).await? {
+            Rotation::Rotated(session) => (session, next),
+            Rotation::AlreadyConsumed {
+                ago_ms,
+                session,
+                current: Some(current),
+            } if ago_ms <= self.grace_ms => (session, current),
+            Rotation::AlreadyConsumed { session, .. } => {
+                self.store
+                    .revoke_session(session.id, "refresh token reuse")
+                    .await?;
+                tracing::warn!(session = %session.id, user = %session.user_id, "refresh token reuse: session revoked");
+                return Err(Error::RefreshTokenInvalid);
+            }
+            Rotation::Invalid => return Err(Error::RefreshTokenInvalid),
+        };
+        if session.id != claims.sid || session.user_id != claims.sub {
+            return Err(Error::RefreshTokenInvalid);
+        }
+        let user = self
+            .store
+            .user_by_id(session.user_id)
+            .await?
+            .ok_or(Error::RefreshTokenInvalid)?;
+        if user.disabled {
+            return Err(Error::RefreshTokenInvalid);
+        }
+        let amr: Vec<String> = session.amr.split_whitespace().map(str::to_owned).collect();
+        self.token_set(&user, &amr, &refresh)
+    }
+
+    /// The caller of a bearer call: a valid access token whose session is still live.
+    pub async fn authenticate(&self, access_token: &str) -> Result<Principal> {
+        let claims = self.tokens.verify_access(access_token)?;
+        if !self.store.session_is_active(claims.sid, now_ms()).await? {
+            return Err(Error::TokenInvalid);
+        }
+        Ok(Principal {
+            user_id: claims.sub,
+            session_id: claims.sid,
+        })
+    }
+
+    pub async fn logout(&self, who: &Principal, scope: LogoutScope) -> Result<u64> {
+        let n = match scope {
+            LogoutScope::Current => {
+                u64::from(self.store.revoke_session(who.session_id, "logout").await?)
+            }
+            LogoutScope::Others => {
+                self.store
+                    .revoke_user_sessions(who.user_id, Some(who.session_id), "logout")
+                    .await?
+            }
+            LogoutScope::All => {
+                self.store
+                    .revoke_user_sessions(who.user_id, None, "logout")
+                    .await?
+            }
+        };
+        Ok(n)
+    }
+
+    async fn user(&self, who: &Principal) -> Result<UserRow> {
+        // A session outliving its user cannot happen (ON DELETE CASCADE); treat it as a bad token.
+        self.store
+            .user_by_id(who.user_id)
+            .await?
+            .ok_or(Error::TokenInvalid)
+    }
+
+    pub async fn me(&self, who: &Principal) -> Result<Me> {
+        let user = self.user(who).await?;
+        let remaining = self.store.recovery_codes_remaining(user.id).await?;
+        Ok(Me {
+            id: user.id,
+            two_factor_enabled: user.two_factor_enabled(),
+            recovery_codes_remaining: remaining,
+            created_at: rfc3339(user.created_at),
+            email: user.email,
+            full_name: user.full_name,
+        })
+    }
+
+    /// Makes a new TOTP secret, pending until `enable_two_factor` confirms a code from it. A
+    /// second setup replaces the pending secret.
+    pub async fn setup_two_factor(&self, who: &Principal) -> Result<TwoFactorSetup> {
+        let user = self.user(who).await?;
+        if user.two_factor_enabled() {
+            return Err(Error::TwoFactorAlreadyEnabled);
+        }
+        let secret = totp::generate_secret();
+        self.store
+            .set_totp_pending(user.id, &self.secrets.seal(user.id.as_bytes(), &secret))
+            .await?;
+        let encoded = totp::base32(&secret);
+        let otpauth_uri = totp::otpauth_uri(&encoded, &user.email);
+        let qr_code_svg = totp::qr_svg(&otpauth_uri)
+            .map_err(|e| Error::internal(anyhow::anyhow!("QR code: {e}")))?;
+        Ok(TwoFactorSetup {
+            secret: encoded,
+            otpauth_uri,
+            qr_code_svg,
+        })
+    }
+
+    /// Confirms the pending secret with a code from it and turns 2FA on; returns the recovery
+    /// codes, shown this once (only their keyed hashes are kept).
+    pub async fn enable_two_factor(&self, who: &Principal, code: &str) -> Result<Vec<String>> {
+        let user = self.user(who).await?;
+        if user.two_factor_enabled() {
+            return Err(Error::TwoFactorAlreadyEnabled);
+        }
+        let pending = user
+            .totp_pending
+            .as_deref()
+            .ok_or(Error::TwoFactorNotSetUp)?;
+        let secret = self.open_secret(&user, pending)?;
+        let now = (now_ms() / 1000) as u64;
+        let step =
+            totp::matching_step(&secret, code.trim(), now).ok_or(Error::CodeRecheckFailed)?;
+        let codes = totp::generate_recovery_codes();
+        let hashes: Vec<[u8; 32]> = codes
+            .iter()
+            .filter_map(|c| totp::normalize_recovery_code(c))
+            .map(|c| self.secrets.recovery_code_hash(user.id.as_bytes(), &c))
+            .collect();
+        // The accepted code's step is recorded as used, so it cannot also complete a login.
+        if !self
+            .store
+            .enable_totp(user.id, pending, step as i64, &hashes)
+            .await?
+        {
+            // Enabled or set up again by a concurrent request.
+            return Err(Error::TwoFactorAlreadyEnabled);
+        }
+        Ok(codes)
+    }
+
+    /// Creates an account (CLI `user add`, and registration when open).
+    pub async fn create_user(
+        &self,
+        email: &Email,
+        name: &FullName,
+        password: SecretString,
+    ) -> Result<UserRow> {
+        check_policy(password.expose_secret())?;
+        let hash = self.hasher.hash(password).await?;
+        let id = Uuid::now_v7();
+        let normalized = email.normalized();
+        let inserted = self
+            .store
+            .insert_user(&NewUser {
+                id,
+                email: email.as_str(),
+                email_normalized: &normalized,
+                full_name: name.as_str(),
+                password_hash: &hash,
+            })
+            .await;
+        match inserted {
+            Ok(()) => {}
+            Err(e) if is_unique_violation(&e) => return Err(Error::EmailTaken),
+            Err(e) => return Err(e.into()),
+        }
+        self.store
+            .user_by_id(id)
+            .await?
+            .ok_or_else(|| Error::internal(anyhow::anyhow!("user vanished")))
+    }
+
+    pub async fn find_user(&self, email: &Email) -> Result<UserRow> {
+        self.store
+            .user_by_email(&email.normalized())
+            .await?
+            .ok_or(Error::NotFound)
+    }
+
+    /// Disables an account and ends all its sessions.
+    pub async fn disable_user(&self, email: &Email) -> Result<u64> {
+        let user = self.find_user(email).await?;
+        self.store.set_disabled(user.id, true).await?;
+        Ok(self
+            .store
+            .revoke_user_sessions(user.id, None, "account disabled")
+            .await?)
+    }
+
+    pub async fn enable_user(&self, email: &Email) -> Result<()> {
+        let user = self.find_user(email).await?;
+        self.store.set_disabled(user.id, false).await?;
+        Ok(())
+    }
+
+    /// Sets a new password (administrator) and ends every session of the account.
+    pub async fn set_password(&self, email: &Email, password: SecretString) -> Result<u64> {
+        check_policy(password.expose_secret())?;
+        let user = self.find_user(email).await?;
+        let hash = self.hasher.hash(password).await?;
+        self.store.set_password_hash(user.id, &hash).await?;
+        Ok(self
+            .store
+            .revoke_user_sessions(user.id, None, "password set by administrator")
+            .await?)
+    }
+
+    /// Turns 2FA off for an account that lost its authenticator (administrator).
+    pub async fn reset_two_factor(&self, email: &Email) -> Result<()> {
+        let user = self.find_user(email).await?;
+        self.store.disable_totp(user.id).await?;
+        Ok(())
+    }
+}

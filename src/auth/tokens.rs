@@ -1,0 +1,309 @@
+//! JWTs (Ed25519, RFC 8037) and the keys that sign them. Access and refresh tokens differ in
+//! `typ` and `aud`, and each verifier demands its own, so neither is ever taken for the other.
+//! Keys live in the database, sealed under the master key; every instance reloads them
+//! periodically, so `gatehouse keys rotate` reaches running instances without a restart.
+
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use ed25519_dalek::pkcs8::EncodePrivateKey as _;
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::crypto::{Secrets, b64url, sha256};
+use crate::error::{Error, Result};
+use crate::store::keys::KeyRow;
+use crate::store::{Store, now_ms};
+
+pub const ACCESS_TYP: &str = "at+jwt";
+pub const REFRESH_TYP: &str = "refresh+jwt";
+/// Clock leeway on `exp`, in seconds (API.md §2: at most 5).
+pub const LEEWAY_SECONDS: u64 = 5;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct AccessClaims {
+    pub iss: String,
+    pub aud: String,
+    pub sub: Uuid,
+    pub sid: Uuid,
+    pub jti: Uuid,
+    pub iat: i64,
+    pub exp: i64,
+    pub amr: Vec<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RefreshClaims {
+    pub iss: String,
+    pub aud: String,
+    pub sub: Uuid,
+    pub sid: Uuid,
+    pub jti: Uuid,
+    pub iat: i64,
+    pub exp: i64,
+}
+
+struct Signer {
+    kid: String,
+    key: EncodingKey,
+}
+
+/// The keys as last loaded: the one that signs, every one that verifies, and the JWK Set.
+struct KeySet {
+    signer: Signer,
+    verifiers: HashMap<String, DecodingKey>,
+    jwks: Arc<serde_json::Value>,
+}
+
+pub struct Keyring {
+    store: Store,
+    secrets: Arc<Secrets>,
+    /// Retired keys stay usable this long after retirement: the longest a token they signed lives.
+    retain: Duration,
+    current: RwLock<Arc<KeySet>>,
+}
+
+/// A new key as it is stored: the seed sealed under the master key, bound to its kid.
+pub fn new_key(secrets: &Secrets) -> KeyRow {
+    let seed: [u8; 32] = rand::random();
+    let signing = ed25519_dalek::SigningKey::from_bytes(&seed);
+    let public = signing.verifying_key().to_bytes();
+    let kid = thumbprint(&public);
+    KeyRow {
+        private_key: secrets.seal(kid.as_bytes(), &seed),
+        public_key: public.to_vec(),
+        kid,
+        state: "active".into(),
+        created_at: now_ms(),
+        retired_at: None,
+    }
+}
+
+/// RFC 7638 JWK thumbprint of an Ed25519 public key: a kid that names the key itself.
+fn thumbprint(public: &[u8]) -> String {
+    let canonical = format!(
+        r#"{{"crv":"Ed25519","kty":"OKP","x":"{}"}}"#,
+        b64url(public)
+    );
+    b64url(&sha256(canonical.as_bytes()))
+}
+
+impl Keyring {
+    /// Loads the keys, creating the first one if the database has none.
+    pub async fn load(
+        store: Store,
+        secrets: Arc<Secrets>,
+        retain: Duration,
+    ) -> anyhow::Result<Keyring> {
+        let set = Self::read(&store, &secrets, retain).await?;
+        let set = match set {
+            Some(set) => set,
+            None => {
+                store.insert_first_key(&new_key(&secrets)).await?;
+                Self::read(&store, &secrets, retain)
+                    .await?
+                    .ok_or_else(|| anyhow::anyhow!("no active signing key after creating one"))?
+            }
+        };
+        Ok(Keyring {
+            store,
+            secrets,
+            retain,
+            current: RwLock::new(Arc::new(set)),
+        })
+    }
+
+    /// Reads the keys again (after a rotation by another process).
+    pub async fn reload(&self) -> anyhow::Result<()> {
+        if let Some(set) = Self::read(&self.store, &self.secrets, self.retain).await? {
+            *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
+        }
+        Ok(())
+    }
+
+    async fn read(
+        store: &Store,
+        secrets: &Secrets,
+        retain: Duration,
+    ) -> anyhow::Result<Option<KeySet>> {
+        let since = now_ms() - retain.as_millis() as i64;
+        let rows = store.signing_keys(since).await?;
+        let Some(active) = rows.iter().find(|r| r.state == "active") else {
+            return Ok(None);
+        };
+        let seed = secrets.open(active.kid.as_bytes(), &active.private_key).map_err(|_| {
+            anyhow::anyhow!(
+                "signing key {} cannot be decrypted: GATEHOUSE_MASTER_KEY is not the key this database was set up with",
+                active.kid
+            )
+        })?;
+        let seed: [u8; 32] = seed
+            .try_into()
+            .map_err(|_| anyhow::anyhow!("signing key {} is not an Ed25519 seed", active.kid))?;
+        let der = ed25519_dalek::SigningKey::from_bytes(&seed).to_pkcs8_der()?;
+        let signer = Signer {
+            kid: active.kid.clone(),
+            key: EncodingKey::from_ed_der(der.as_bytes()),
+        };
+
+        let mut verifiers = HashMap::new();
+        let mut jwks = Vec::new();
+        for row in &rows {
+            let x = b64url(&row.public_key);
+            verifiers.insert(row.kid.clone(), DecodingKey::from_ed_components(&x)?);
+            jwks.push(serde_json::json!({
+                "kty": "OKP", "crv": "Ed25519", "x": x, "kid": row.kid, "use": "sig", "alg": "EdDSA",
+            }));
+        }
+        let jwks = Arc::new(serde_json::json!({ "keys": jwks }));
+        Ok(Some(KeySet {
+            signer,
+            verifiers,
+            jwks,
+        }))
+    }
+
+    fn snapshot(&self) -> Arc<KeySet> {
+        self.current
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn jwks(&self) -> Arc<serde_json::Value> {
+        self.snapshot().jwks.clone()
+    }
+
+    pub fn active_kid(&self) -> String {
+        self.snapshot().signer.kid.clone()
+    }
+}
+
+/// Issues and verifies the service's tokens.
+pub struct Tokens {
+    keyring: Arc<Keyring>,
+    issuer: String,
+    audience: String,
+    access_ttl: i64,
+    access_validation: Validation,
+    refresh_validation: Validation,
+}
+
+impl Tokens {
+    pub fn new(keyring: Arc<Keyring>, issuer: &str, audience: &str, access_ttl: Duration) -> Self {
+        let validation = |aud: &str| {
+            let mut v = Validation::new(Algorithm::EdDSA);
+            v.leeway = LEEWAY_SECONDS;
+            v.set_issuer(&[issuer]);
+            v.set_audience(&[aud]);
+            v.set_required_spec_claims(&["exp", "iat", "iss", "aud", "sub"]);
+            v
+        };
+        Tokens {
+            access_validation: validation(audience),
+            // A refresh token is addressed to the issuer itself, never to the API.
+            refresh_validation: validation(issuer),
+            keyring,
+            issuer: issuer.to_owned(),
+            audience: audience.to_owned(),
+            access_ttl: access_ttl.as_secs() as i64,
+        }
+    }
+
+    pub fn keyring(&self) -> &Arc<Keyring> {
+        &self.keyring
+    }
+
+    pub fn access_ttl_seconds(&self) -> i64 {
+        self.access_ttl
+    }
+
+    fn sign(&self, typ: &str, claims: &impl Serialize) -> Result<String> {
+        let keys = self.keyring.snapshot();
+        let mut header = Header::new(Algorithm::EdDSA);
+        header.typ = Some(typ.to_owned());
+        header.kid = Some(keys.signer.kid.clone());
+        jsonwebtoken::encode(&header, claims, &keys.signer.key).map_err(Error::internal)
+    }
+
+    /// An access token for a session, valid from `iat` (seconds) for the access TTL.
+    pub fn access(&self, user: Uuid, session: Uuid, amr: &[String], iat: i64) -> Result<String> {
+        self.sign(
+            ACCESS_TYP,
+            &AccessClaims {
+                iss: self.issuer.clone(),
+                aud: self.audience.clone(),
+                sub: user,
+                sid: session,
+                jti: Uuid::now_v7(),
+                iat,
+                exp: iat + self.access_ttl,
+                amr: amr.to_vec(),
+            },
+        )
+    }
+
+    /// The refresh token recorded as `jti`, issued and expiring at the given milliseconds.
+    /// Signing is deterministic, so the same record always yields the same token.
+    pub fn refresh(
+        &self,
+        user: Uuid,
+        session: Uuid,
+        jti: Uuid,
+        issued_at_ms: i64,
+        expires_at_ms: i64,
+    ) -> Result<String> {
+        self.sign(
+            REFRESH_TYP,
+            &RefreshClaims {
+                iss: self.issuer.clone(),
+                aud: self.issuer.clone(),
+                sub: user,
+                sid: session,
+                jti,
+                iat: issued_at_ms / 1000,
+                exp: expires_at_ms / 1000,
+            },
+        )
+    }
+
+    /// Checks signature, `typ`, `alg`, `kid`, `iss`, `aud` and `exp` of an access token.
+    pub fn verify_access(&self, token: &str) -> Result<AccessClaims> {
+        self.verify(token, ACCESS_TYP, &self.access_validation)
+            .map_err(|kind| match kind {
+                Some(ErrorKind::ExpiredSignature) => Error::TokenExpired,
+                _ => Error::TokenInvalid,
+            })
+    }
+
+    pub fn verify_refresh(&self, token: &str) -> Result<RefreshClaims> {
+        self.verify(token, REFRESH_TYP, &self.refresh_validation)
+            .map_err(|_| Error::RefreshTokenInvalid)
+    }
+
+    fn verify<T: serde::de::DeserializeOwned>(
+        &self,
+        token: &str,
+        typ: &str,
+        validation: &Validation,
+    ) -> Result<T, Option<ErrorKind>> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| None)?;
+        // jsonwebtoken's Validation does not look at `typ`: without this check a refresh token
+        // would pass as an access token wherever the audiences happen to agree.
+        if header.alg != Algorithm::EdDSA || header.typ.as_deref() != Some(typ) {
+            return Err(None);
+        }
+        let keys = self.keyring.snapshot();
+        let key = header
+            .kid
+            .as_deref()
+            .and_then(|kid| keys.verifiers.get(kid))
+            .ok_or(None)?;
+        jsonwebtoken::decode::<T>(token, key, validation)
+            .map(|data| data.claims)
+            .map_err(|e| Some(e.into_kind()))
+    }
+}

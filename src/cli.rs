@@ -1,0 +1,271 @@
+//! The `gatehouse` command: the server and the administration commands of API.md §4.
+
+use std::io::BufRead as _;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use secrecy::SecretString;
+use serde_json::json;
+
+use crate::app::{Application, Services, open_store, shutdown_signal};
+use crate::auth::tokens::new_key;
+use crate::config::{Settings, SettingsArgs};
+use crate::domain::{Email, FullName};
+use crate::error::Error;
+use crate::store::rfc3339;
+use crate::telemetry;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "gatehouse",
+    version,
+    about = "Self-hosted authentication service for business APIs"
+)]
+pub struct Cli {
+    #[command(flatten)]
+    pub settings: SettingsArgs,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the service
+    Serve,
+    /// Apply database migrations and exit
+    Migrate,
+    /// Manage accounts
+    #[command(subcommand)]
+    User(UserCommand),
+    /// Manage signing keys
+    #[command(subcommand)]
+    Keys(KeysCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum UserCommand {
+    /// Create an account; prints its id
+    Add {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        name: String,
+        /// Read the password from the first line of standard input
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// List accounts
+    List {
+        /// Print a JSON array
+        #[arg(long)]
+        json: bool,
+    },
+    /// Disable an account and end all its sessions
+    Disable { email: String },
+    /// Enable a disabled account
+    Enable { email: String },
+    /// Set an account's password and end all its sessions
+    SetPassword {
+        email: String,
+        /// Read the password from the first line of standard input
+        #[arg(long)]
+        password_stdin: bool,
+    },
+    /// Turn two-factor authentication off for an account
+    #[command(name = "reset-2fa")]
+    Reset2fa { email: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum KeysCommand {
+    /// Print each signing key's kid, state and creation time
+    List,
+    /// Make a new signing key; running instances switch to it within seconds
+    Rotate,
+}
+
+/// Parses the command line, runs the command, and turns any failure into one line on stderr.
+pub fn run() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match Settings::resolve(&cli.settings) {
+        Ok(settings) => settings,
+        Err(error) => {
+            eprintln!("gatehouse: {error}");
+            return ExitCode::from(2);
+        }
+    };
+    telemetry::init(&settings.log, settings.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("gatehouse: cannot start the runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(execute(cli.command, settings)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // `{:#}` prints the cause chain on one line.
+            eprintln!("gatehouse: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn execute(command: Command, settings: Settings) -> anyhow::Result<()> {
+    match command {
+        Command::Serve => {
+            let app = Application::build(&settings).await?;
+            app.run_until(shutdown_signal()).await
+        }
+        Command::Migrate => {
+            open_store(&settings).await?;
+            eprintln!("gatehouse: the database is up to date");
+            Ok(())
+        }
+        Command::User(command) => user(command, &Services::open(&settings).await?).await,
+        Command::Keys(command) => keys(command, &Services::open(&settings).await?).await,
+    }
+}
+
+fn email(raw: &str) -> anyhow::Result<Email> {
+    Email::parse(raw).map_err(|reason| anyhow::anyhow!("the e-mail address {raw:?} {reason}"))
+}
+
+/// Domain errors read as sentences on the command line.
+fn explain(error: Error, email: &Email) -> anyhow::Error {
+    match error {
+        Error::NotFound => anyhow::anyhow!("there is no account with the e-mail address {email}"),
+        Error::EmailTaken => anyhow::anyhow!("the e-mail address {email} is in use already"),
+        Error::Internal(cause) | Error::Unavailable(cause) => cause,
+        other => anyhow::anyhow!("{other}"),
+    }
+}
+
+/// One line of standard input, without its line ending.
+fn password_from_stdin(given: bool) -> anyhow::Result<SecretString> {
+    if !given {
+        anyhow::bail!(
+            "pass --password-stdin and the password on standard input (on the command line it would show in process lists and shell history)"
+        );
+    }
+    let mut line = String::new();
+    std::io::stdin().lock().read_line(&mut line)?;
+    let password = line.strip_suffix('\n').unwrap_or(&line);
+    let password = password.strip_suffix('\r').unwrap_or(password);
+    if password.is_empty() {
+        anyhow::bail!("no password on standard input");
+    }
+    Ok(SecretString::from(password))
+}
+
+async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
+    let auth = &services.auth;
+    match command {
+        UserCommand::Add {
+            email: raw,
+            name,
+            password_stdin,
+        } => {
+            let email = email(&raw)?;
+            let name =
+                FullName::parse(&name).map_err(|reason| anyhow::anyhow!("the name {reason}"))?;
+            let password = password_from_stdin(password_stdin)?;
+            let user = auth
+                .create_user(&email, &name, password)
+                .await
+                .map_err(|e| explain(e, &email))?;
+            println!("{}", user.id);
+        }
+        UserCommand::List { json } => {
+            let users = services.store.list_users().await?;
+            if json {
+                let items: Vec<_> = users
+                    .iter()
+                    .map(|u| {
+                        json!({
+                            "id": u.id, "email": u.email, "fullName": u.full_name, "disabled": u.disabled,
+                            "twoFactorEnabled": u.two_factor_enabled(), "createdAt": rfc3339(u.created_at),
+                        })
+                    })
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&items)?);
+            } else {
+                println!(
+                    "{:<36}  {:<32}  {:<8}  {:<3}  {:<20}  NAME",
+                    "ID", "EMAIL", "STATE", "2FA", "CREATED"
+                );
+                for u in &users {
+                    println!(
+                        "{:<36}  {:<32}  {:<8}  {:<3}  {:<20}  {}",
+                        u.id,
+                        u.email,
+                        if u.disabled { "disabled" } else { "active" },
+                        if u.two_factor_enabled() { "on" } else { "off" },
+                        rfc3339(u.created_at),
+                        u.full_name
+                    );
+                }
+            }
+        }
+        UserCommand::Disable { email: raw } => {
+            let email = email(&raw)?;
+            let n = auth
+                .disable_user(&email)
+                .await
+                .map_err(|e| explain(e, &email))?;
+            eprintln!("gatehouse: disabled {email}; ended {n} session(s)");
+        }
+        UserCommand::Enable { email: raw } => {
+            let email = email(&raw)?;
+            auth.enable_user(&email)
+                .await
+                .map_err(|e| explain(e, &email))?;
+            eprintln!("gatehouse: enabled {email}");
+        }
+        UserCommand::SetPassword {
+            email: raw,
+            password_stdin,
+        } => {
+            let email = email(&raw)?;
+            let password = password_from_stdin(password_stdin)?;
+            let n = auth
+                .set_password(&email, password)
+                .await
+                .map_err(|e| explain(e, &email))?;
+            eprintln!("gatehouse: set the password of {email}; ended {n} session(s)");
+        }
+        UserCommand::Reset2fa { email: raw } => {
+            let email = email(&raw)?;
+            auth.reset_two_factor(&email)
+                .await
+                .map_err(|e| explain(e, &email))?;
+            eprintln!("gatehouse: two-factor authentication is off for {email}");
+        }
+    }
+    Ok(())
+}
+
+async fn keys(command: KeysCommand, services: &Services) -> anyhow::Result<()> {
+    match command {
+        KeysCommand::List => {
+            for key in services.store.all_signing_keys().await? {
+                println!("{}  {:<7}  {}", key.kid, key.state, rfc3339(key.created_at));
+            }
+        }
+        KeysCommand::Rotate => {
+            let key = new_key(&services.secrets);
+            services.store.rotate_key(&key).await?;
+            println!("{}", key.kid);
+            eprintln!(
+                "gatehouse: {} is the signing key now; running instances switch to it within {} s",
+                key.kid,
+                crate::app::KEY_RELOAD_INTERVAL.as_secs()
+            );
+        }
+    }
+    Ok(())
+}

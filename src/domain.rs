@@ -1,0 +1,114 @@
+//! Values that are checked once, where they enter, and trusted from then on.
+
+use std::fmt;
+
+/// An e-mail address, trimmed and syntactically valid (RFC 5322 addr-spec, at most 254
+/// characters as SMTP allows). Accounts match it case-insensitively through `normalized`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Email(String);
+
+impl Email {
+    pub const MAX_LENGTH: usize = 254;
+
+    pub fn parse(input: &str) -> Result<Email, String> {
+        let trimmed = input.trim();
+        if trimmed.is_empty() {
+            return Err("is required".into());
+        }
+        if trimmed.chars().count() > Self::MAX_LENGTH {
+            return Err(format!("must be at most {} characters", Self::MAX_LENGTH));
+        }
+        // The crate accepts quoted and IP-literal forms; a bare `user@host` with a dot-free host is
+        // fine on an intranet, so no TLD is demanded.
+        match email_address::EmailAddress::parse_with_options(
+            trimmed,
+            email_address::Options::default(),
+        ) {
+            Ok(_) if !trimmed.contains(char::is_whitespace) => Ok(Email(trimmed.to_owned())),
+            _ => Err("is not a valid e-mail address".into()),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The form accounts are keyed by.
+    pub fn normalized(&self) -> String {
+        self.0.to_lowercase()
+    }
+}
+
+impl fmt::Display for Email {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A person's display name: trimmed, 1–200 characters, no control characters.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FullName(String);
+
+impl FullName {
+    pub const MAX_LENGTH: usize = 200;
+
+    pub fn parse(input: &str) -> Result<FullName, String> {
+        let trimmed = input.trim();
+        if trimmed.is_empty() {
+            return Err("is required".into());
+        }
+        if trimmed.chars().count() > Self::MAX_LENGTH {
+            return Err(format!("must be at most {} characters", Self::MAX_LENGTH));
+        }
+        if trimmed.chars().any(char::is_control) {
+            return Err("must not contain control characters".into());
+        }
+        Ok(FullName(trimmed.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emails_are_trimmed_and_matched_without_case() {
+        let e = Email::parse("  Alice@Example.COM ").unwrap();
+        assert_eq!(e.as_str(), "Alice@Example.COM");
+        assert_eq!(e.normalized(), "alice@example.com");
+    }
+
+    #[test]
+    fn bad_emails_are_refused() {
+        for bad in [
+            "",
+            "   ",
+            "alice",
+            "@example.com",
+            "alice@",
+            "a b@example.com",
+            "alice@@example.com",
+        ] {
+            assert!(Email::parse(bad).is_err(), "{bad:?}");
+        }
+        let long = format!("{}@example.com", "a".repeat(10_000));
+        assert!(Email::parse(&long).is_err());
+        assert!(Email::parse("a\0b@example.com").is_err());
+    }
+
+    #[test]
+    fn names() {
+        assert_eq!(
+            FullName::parse("  Ada Lovelace ").unwrap().as_str(),
+            "Ada Lovelace"
+        );
+        assert!(FullName::parse(" ").is_err());
+        assert!(FullName::parse(&"x".repeat(201)).is_err());
+        assert!(FullName::parse(&"é".repeat(200)).is_ok());
+        assert!(FullName::parse("a\u{0}b").is_err());
+    }
+}

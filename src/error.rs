@@ -1,0 +1,124 @@
+//! The one error type of the service: every failure a caller can see has a variant here with a
+//! stable machine code, so the HTTP layer maps errors to responses in exactly one place.
+
+use std::collections::BTreeMap;
+
+/// Field name → reason, reported under `details.fields` of a `VALIDATION_ERROR`.
+pub type FieldErrors = BTreeMap<String, String>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the request is not valid")]
+    Validation(FieldErrors),
+    #[error("the request body is not valid JSON")]
+    MalformedJson(String),
+    #[error("{0}")]
+    WeakPassword(String),
+    #[error("the e-mail address or password is wrong")]
+    InvalidCredentials,
+    #[error("this call needs an access token: send Authorization: Bearer <token>")]
+    Unauthenticated,
+    #[error("the access token has expired: refresh it")]
+    TokenExpired,
+    #[error("the access token is not valid")]
+    TokenInvalid,
+    #[error("the second-factor code is wrong")]
+    Invalid2faCode { attempts_remaining: u32 },
+    #[error("the two-factor challenge is not valid: log in again")]
+    TempTokenInvalid,
+    #[error("the refresh token is not valid: log in again")]
+    RefreshTokenInvalid,
+    #[error("this account is disabled")]
+    AccountDisabled,
+    /// A bearer call re-checked the user's password and it was wrong (403, the token is fine).
+    #[error("the password is wrong")]
+    PasswordRecheckFailed,
+    /// A bearer call re-checked a second-factor code and it was wrong (403, the token is fine).
+    #[error("the second-factor code is wrong")]
+    CodeRecheckFailed,
+    #[error("self-registration is closed on this server")]
+    RegistrationClosed,
+    #[error("not found")]
+    NotFound,
+    #[error("this method is not allowed here")]
+    MethodNotAllowed,
+    #[error("an account with this e-mail address exists already")]
+    EmailTaken,
+    #[error("two-factor authentication is enabled already")]
+    TwoFactorAlreadyEnabled,
+    #[error("two-factor authentication is not enabled")]
+    TwoFactorNotEnabled,
+    #[error("there is no pending secret to enable: call POST /api/v1/auth/2fa/setup first")]
+    TwoFactorNotSetUp,
+    #[error("the request body is larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("the request body must be JSON: send Content-Type: application/json")]
+    UnsupportedMediaType,
+    #[error("too many attempts: try again in {retry_after} seconds")]
+    RateLimited { retry_after: u64 },
+    #[error("the database cannot be reached")]
+    Unavailable(#[source] anyhow::Error),
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    /// A `VALIDATION_ERROR` naming one field.
+    pub fn field(name: &str, reason: impl Into<String>) -> Self {
+        Error::Validation(BTreeMap::from([(name.to_owned(), reason.into())]))
+    }
+
+    pub fn internal(error: impl Into<anyhow::Error>) -> Self {
+        Error::Internal(error.into())
+    }
+}
+
+impl From<sqlx::Error> for Error {
+    fn from(error: sqlx::Error) -> Self {
+        // Connection-level failures mean the database is away, which the service rides out; anything
+        // else (a constraint we did not expect, bad SQL) is a bug.
+        match &error {
+            sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::Protocol(_)
+            | sqlx::Error::WorkerCrashed => Error::Unavailable(error.into()),
+            _ => Error::Internal(error.into()),
+        }
+    }
+}
+
+/// Collects the reasons a request is invalid, so one answer names every bad field.
+#[derive(Debug, Default)]
+pub struct Validator {
+    fields: FieldErrors,
+}
+
+impl Validator {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Keeps the value of `result`, or records its error under `field`.
+    pub fn check<T>(&mut self, field: &str, result: Result<T, String>) -> Option<T> {
+        match result {
+            Ok(value) => Some(value),
+            Err(reason) => {
+                self.fields.entry(field.to_owned()).or_insert(reason);
+                None
+            }
+        }
+    }
+
+    /// The parsed value when every check passed; `value` is built from the `check` results, so it
+    /// is `Some` exactly when no reason was recorded.
+    pub fn finish<T>(self, value: Option<T>) -> Result<T> {
+        if !self.fields.is_empty() {
+            return Err(Error::Validation(self.fields));
+        }
+        value.ok_or_else(|| Error::internal(anyhow::anyhow!("a check failed without a reason")))
+    }
+}

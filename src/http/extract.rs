@@ -1,0 +1,250 @@
+//! Extractors that carry the request rules: JSON bodies whose every rejection is the envelope,
+//! the bearer caller, and the client's address behind trusted proxies.
+
+use std::net::{IpAddr, SocketAddr};
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderMap, StatusCode, header};
+use ipnet::IpNet;
+use serde::de::DeserializeOwned;
+
+use super::{AppState, BODY_LIMIT};
+use crate::auth::service::{ClientInfo, Principal};
+use crate::error::{Error, FieldErrors};
+
+/// A JSON body. Wrong content type → 415, too large → 413, bad JSON → 400 naming the reason,
+/// missing or mistyped field → 400 naming the field.
+pub struct AppJson<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for AppJson<T> {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        if !is_json(req.headers()) {
+            return Err(Error::UnsupportedMediaType);
+        }
+        let bytes = read_body(req, state).await?;
+        parse_json(&bytes).map(AppJson)
+    }
+}
+
+/// A JSON body that may be left out altogether (an empty body is `None`).
+pub struct MaybeJson<T>(pub Option<T>);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for MaybeJson<T> {
+    type Rejection = Error;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+        let json = is_json(req.headers());
+        let bytes = read_body(req, state).await?;
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return Ok(MaybeJson(None));
+        }
+        if !json {
+            return Err(Error::UnsupportedMediaType);
+        }
+        parse_json(&bytes).map(|v| MaybeJson(Some(v)))
+    }
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    let Some(value) = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+    else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Error> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Error::PayloadTooLarge { limit: BODY_LIMIT }
+        } else {
+            Error::MalformedJson("the request body could not be read".into())
+        }
+    })
+}
+
+fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(json_error)?;
+    deserializer
+        .end()
+        .map_err(|e| Error::MalformedJson(without_position(&e)))?;
+    Ok(value)
+}
+
+fn json_error(error: serde_path_to_error::Error<serde_json::Error>) -> Error {
+    let path = error.path().to_string();
+    let inner = error.inner();
+    if !inner.is_data() {
+        return Error::MalformedJson(without_position(inner));
+    }
+    let message = without_position(inner);
+    if path == "." {
+        if let Some(field) = message
+            .strip_prefix("missing field `")
+            .and_then(|m| m.strip_suffix('`'))
+        {
+            return Error::Validation(FieldErrors::from([(
+                field.to_owned(),
+                "is required".to_owned(),
+            )]));
+        }
+        return Error::MalformedJson(format!("the body must be a JSON object ({message})"));
+    }
+    Error::Validation(FieldErrors::from([(path, message)]))
+}
+
+/// serde_json appends " at line L column C", which says nothing about which field was wrong.
+fn without_position(error: &serde_json::Error) -> String {
+    let text = error.to_string();
+    match text.rfind(" at line ") {
+        Some(i) => text[..i].to_owned(),
+        None => text,
+    }
+}
+
+/// The caller of a bearer call.
+pub struct AuthUser(pub Principal);
+
+impl FromRequestParts<AppState> for AuthUser {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
+        let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
+        state.auth.authenticate(token).await.map(AuthUser)
+    }
+}
+
+/// `Authorization: Bearer <token>` (scheme case-insensitive, RFC 7235). Anything else, including a
+/// header that is not visible ASCII, counts as no token.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    let token = token.trim();
+    (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// The client's address and user agent.
+pub struct Client(pub ClientInfo);
+
+/// A user agent longer than this is cut: it is shown in session lists, not parsed.
+const USER_AGENT_MAX: usize = 512;
+
+impl FromRequestParts<AppState> for Client {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
+        let peer = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map(|ci| ci.0.ip());
+        let ip = peer.map(|peer| client_ip(peer, &parts.headers, &state.trusted_proxies));
+        let user_agent = parts
+            .headers
+            .get(header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .map(|ua| ua.chars().take(USER_AGENT_MAX).collect());
+        Ok(Client(ClientInfo { ip, user_agent }))
+    }
+}
+
+/// The socket peer; or, when the peer is a trusted proxy, the rightmost `X-Forwarded-For` entry
+/// that is not itself a trusted proxy. Entries left of that one were written by the client and
+/// prove nothing, so they are never used.
+pub fn client_ip(peer: IpAddr, headers: &HeaderMap, trusted: &[IpNet]) -> IpAddr {
+    let is_trusted = |ip: &IpAddr| trusted.iter().any(|net| net.contains(ip));
+    let mut ip = peer.to_canonical();
+    if !is_trusted(&ip) {
+        return ip;
+    }
+    let hops: Vec<&str> = headers
+        .get_all("x-forwarded-for")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .collect();
+    for hop in hops.iter().rev() {
+        match hop.trim().parse::<IpAddr>() {
+            Ok(hop) => {
+                ip = hop.to_canonical();
+                if !is_trusted(&ip) {
+                    return ip;
+                }
+            }
+            // A hop we cannot read: stop at the last address a trusted proxy vouched for.
+            Err(_) => return ip,
+        }
+    }
+    ip
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::http::HeaderValue;
+
+    fn headers(xff: &[&str]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for v in xff {
+            h.append("x-forwarded-for", HeaderValue::from_str(v).unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn untrusted_peers_are_taken_at_their_word_only() {
+        let peer: IpAddr = "203.0.113.9".parse().unwrap();
+        assert_eq!(client_ip(peer, &headers(&["1.2.3.4"]), &[]), peer);
+        let trusted = ["10.0.0.0/8".parse().unwrap()];
+        assert_eq!(client_ip(peer, &headers(&["1.2.3.4"]), &trusted), peer);
+    }
+
+    #[test]
+    fn behind_trusted_proxies_the_rightmost_untrusted_hop_wins() {
+        let trusted = ["10.0.0.0/8".parse().unwrap()];
+        let peer: IpAddr = "10.0.0.2".parse().unwrap();
+        let h = headers(&["6.6.6.6, 198.51.100.7", "10.0.0.5"]);
+        assert_eq!(
+            client_ip(peer, &h, &trusted),
+            "198.51.100.7".parse::<IpAddr>().unwrap()
+        );
+        assert_eq!(client_ip(peer, &headers(&[]), &trusted), peer);
+        assert_eq!(
+            client_ip(peer, &headers(&["garbage, 10.0.0.9"]), &trusted),
+            "10.0.0.9".parse::<IpAddr>().unwrap()
+        );
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        let mut h = HeaderMap::new();
+        assert_eq!(bearer_token(&h), None);
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Basic abc"));
+        assert_eq!(bearer_token(&h), None);
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_static("bearer abc"),
+        );
+        assert_eq!(bearer_token(&h), Some("abc"));
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer "));
+        assert_eq!(bearer_token(&h), None);
+        h.insert(
+            header::AUTHORIZATION,
+            HeaderValue::from_bytes(b"Bearer \xff").unwrap(),
+        );
+        assert_eq!(bearer_token(&h), None);
+    }
+}

@@ -1,0 +1,231 @@
+//! Accounts, their 2FA state and recovery codes.
+
+use uuid::Uuid;
+
+use super::{Store, now_ms, on_pool};
+
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct UserRow {
+    pub id: Uuid,
+    pub email: String,
+    pub full_name: String,
+    pub password_hash: String,
+    pub disabled: bool,
+    pub totp_secret: Option<Vec<u8>>,
+    pub totp_pending: Option<Vec<u8>>,
+    pub created_at: i64,
+}
+
+impl UserRow {
+    pub fn two_factor_enabled(&self) -> bool {
+        self.totp_secret.is_some()
+    }
+}
+
+const USER_COLUMNS: &str =
+    "id, email, full_name, password_hash, disabled, totp_secret, totp_pending, created_at";
+
+pub struct NewUser<'a> {
+    pub id: Uuid,
+    pub email: &'a str,
+    pub email_normalized: &'a str,
+    pub full_name: &'a str,
+    pub password_hash: &'a str,
+}
+
+impl Store {
+    /// Inserts the user; a unique violation (e-mail in use) comes back as the sqlx error.
+    pub async fn insert_user(&self, user: &NewUser<'_>) -> Result<(), sqlx::Error> {
+        let now = now_ms();
+        let sql = "INSERT INTO users (id, email, email_normalized, full_name, password_hash, \
+                   created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)";
+        on_pool!(self, |pool| sqlx::query(sql)
+            .bind(user.id)
+            .bind(user.email)
+            .bind(user.email_normalized)
+            .bind(user.full_name)
+            .bind(user.password_hash)
+            .bind(now)
+            .execute(pool)
+            .await
+            .map(|_| ()))?;
+        Ok(())
+    }
+
+    pub async fn user_by_email(
+        &self,
+        email_normalized: &str,
+    ) -> Result<Option<UserRow>, sqlx::Error> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE email_normalized = $1");
+        on_pool!(self, |pool| sqlx::query_as(&sql)
+            .bind(email_normalized)
+            .fetch_optional(pool)
+            .await)
+    }
+
+    pub async fn user_by_id(&self, id: Uuid) -> Result<Option<UserRow>, sqlx::Error> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
+        on_pool!(self, |pool| sqlx::query_as(&sql)
+            .bind(id)
+            .fetch_optional(pool)
+            .await)
+    }
+
+    pub async fn list_users(&self) -> Result<Vec<UserRow>, sqlx::Error> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users ORDER BY created_at, email_normalized");
+        on_pool!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await)
+    }
+
+    pub async fn set_password_hash(&self, id: Uuid, hash: &str) -> Result<bool, sqlx::Error> {
+        let sql = "UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1";
+        let done = on_pool!(self, |pool| sqlx::query(sql)
+            .bind(id)
+            .bind(hash)
+            .bind(now_ms())
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(done == 1)
+    }
+
+    /// Replaces a hash only if it is still the one that was verified, so a concurrent password
+    /// change is never overwritten by an upgrade of the old password.
+    pub async fn upgrade_password_hash(
+        &self,
+        id: Uuid,
+        old: &str,
+        new: &str,
+    ) -> Result<(), sqlx::Error> {
+        let sql = "UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2";
+        on_pool!(self, |pool| sqlx::query(sql)
+            .bind(id)
+            .bind(old)
+            .bind(new)
+            .execute(pool)
+            .await
+            .map(|_| ()))?;
+        Ok(())
+    }
+
+    pub async fn set_disabled(&self, id: Uuid, disabled: bool) -> Result<(), sqlx::Error> {
+        let sql = "UPDATE users SET disabled = $2, updated_at = $3 WHERE id = $1";
+        on_pool!(self, |pool| sqlx::query(sql)
+            .bind(id)
+            .bind(disabled)
+            .bind(now_ms())
+            .execute(pool)
+            .await
+            .map(|_| ()))?;
+        Ok(())
+    }
+
+    pub async fn set_totp_pending(&self, id: Uuid, sealed: &[u8]) -> Result<(), sqlx::Error> {
+        let sql = "UPDATE users SET totp_pending = $2, updated_at = $3 WHERE id = $1";
+        on_pool!(self, |pool| sqlx::query(sql)
+            .bind(id)
+            .bind(sealed)
+            .bind(now_ms())
+            .execute(pool)
+            .await
+            .map(|_| ()))?;
+        Ok(())
+    }
+
+    /// Turns the pending secret into the enabled one and stores the recovery codes, in one
+    /// transaction. `pending` must still be the pending secret (a second setup in between makes
+    /// this fail), and 2FA must not be on yet. `step` is the accepted code's time step.
+    pub async fn enable_totp(
+        &self,
+        id: Uuid,
+        pending: &[u8],
+        step: i64,
+        recovery_hashes: &[[u8; 32]],
+    ) -> Result<bool, sqlx::Error> {
+        let enable = "UPDATE users SET totp_secret = totp_pending, totp_pending = NULL, \
+                      totp_last_step = $3, updated_at = $4 \
+                      WHERE id = $1 AND totp_pending = $2 AND totp_secret IS NULL";
+        on_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            let enabled = sqlx::query(enable)
+                .bind(id)
+                .bind(pending)
+                .bind(step)
+                .bind(now_ms())
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if enabled != 1 {
+                return Ok(false);
+            }
+            sqlx::query("DELETE FROM recovery_codes WHERE user_id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            for hash in recovery_hashes {
+                sqlx::query("INSERT INTO recovery_codes (user_id, code_hash) VALUES ($1, $2)")
+                    .bind(id)
+                    .bind(&hash[..])
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(true)
+        })
+    }
+
+    /// Turns 2FA off and forgets the secret, the pending secret and the recovery codes.
+    pub async fn disable_totp(&self, id: Uuid) -> Result<bool, sqlx::Error> {
+        let sql = "UPDATE users SET totp_secret = NULL, totp_pending = NULL, totp_last_step = NULL, \
+                   updated_at = $2 WHERE id = $1";
+        on_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            let changed = sqlx::query(sql)
+                .bind(id)
+                .bind(now_ms())
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            sqlx::query("DELETE FROM recovery_codes WHERE user_id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            tx.commit().await?;
+            Ok(changed == 1)
+        })
+    }
+
+    /// Records `step` as used if it is newer than every step used before: false means a replay.
+    pub async fn claim_totp_step(&self, id: Uuid, step: i64) -> Result<bool, sqlx::Error> {
+        let sql = "UPDATE users SET totp_last_step = $2 \
+                   WHERE id = $1 AND (totp_last_step IS NULL OR totp_last_step < $2)";
+        let n = on_pool!(self, |pool| sqlx::query(sql)
+            .bind(id)
+            .bind(step)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(n == 1)
+    }
+
+    /// Marks an unused recovery code used; false if there is no such unused code.
+    pub async fn use_recovery_code(&self, id: Uuid, hash: &[u8; 32]) -> Result<bool, sqlx::Error> {
+        let sql = "UPDATE recovery_codes SET used_at = $3 \
+                   WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL";
+        let n = on_pool!(self, |pool| sqlx::query(sql)
+            .bind(id)
+            .bind(&hash[..])
+            .bind(now_ms())
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(n == 1)
+    }
+
+    pub async fn recovery_codes_remaining(&self, id: Uuid) -> Result<i64, sqlx::Error> {
+        let sql = "SELECT COUNT(*) FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL";
+        on_pool!(self, |pool| sqlx::query_scalar(sql)
+            .bind(id)
+            .fetch_one(pool)
+            .await)
+    }
+}

@@ -1,0 +1,362 @@
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::helpers::{Backend, PASSWORD, both_backends, run, spawn_app};
+
+both_backends!(
+    user_add_prints_the_id_and_refuses_duplicates_and_weak_passwords,
+    user_list_json_has_the_contract_fields,
+    disable_ends_every_session_and_enable_restores_login,
+    set_password_and_reset_2fa,
+    key_rotation_reaches_the_running_service,
+);
+
+fn stdout(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A failed command: non-zero exit and one line on stderr containing `needle`.
+#[track_caller]
+fn fails_with(output: &std::process::Output, needle: &str) {
+    assert!(
+        !output.status.success(),
+        "expected a failure: {}",
+        stdout(output)
+    );
+    let err = stderr(output);
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "one line on stderr: {err:?}");
+    assert!(
+        lines[0].contains(needle),
+        "{err:?} should mention {needle:?}"
+    );
+}
+
+async fn user_add_prints_the_id_and_refuses_duplicates_and_weak_passwords(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let add = |email: &str, password: &str| {
+        app.cli(
+            &[
+                "user",
+                "add",
+                "--email",
+                email,
+                "--name",
+                "Ann Admin",
+                "--password-stdin",
+            ],
+            Some(&format!("{password}\n")),
+        )
+    };
+    let output = add("ann@example.com", PASSWORD);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let id = stdout(&output);
+    let id = id.strip_suffix('\n').expect("one line");
+    assert!(uuid::Uuid::parse_str(id).is_ok(), "the id alone: {id:?}");
+    let login = app.login("ann@example.com", PASSWORD).await;
+    assert_eq!(
+        login.data(200)["user"]["id"],
+        id,
+        "the trailing newline is not part of the password"
+    );
+
+    fails_with(&add("ANN@example.com", PASSWORD), "in use");
+    fails_with(&add("new@example.com", "password1"), "common");
+    fails_with(&add("new@example.com", "short"), "at least 8");
+    fails_with(&add("not-an-email", PASSWORD), "e-mail");
+    let output = app.cli(
+        &["user", "add", "--email", "x@example.com", "--name", "X"],
+        Some(PASSWORD),
+    );
+    fails_with(&output, "--password-stdin");
+}
+
+async fn user_list_json_has_the_contract_fields(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (token, _) = app.logged_in_user("bea@example.com").await;
+    app.enable_two_factor(&token).await;
+    app.create_user("cid@example.com", PASSWORD).await;
+    let output = app.cli(&["user", "list", "--json"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let users: Vec<Value> = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(users.len(), 2);
+    let bea = users
+        .iter()
+        .find(|u| u["email"] == "bea@example.com")
+        .unwrap();
+    let keys: Vec<&str> = bea
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "id",
+            "email",
+            "fullName",
+            "disabled",
+            "twoFactorEnabled",
+            "createdAt"
+        ]
+    );
+    assert_eq!(bea["twoFactorEnabled"], true);
+    assert_eq!(bea["disabled"], false);
+    let text = app.cli(&["user", "list"], None);
+    assert!(stdout(&text).contains("cid@example.com"));
+}
+
+async fn disable_ends_every_session_and_enable_restores_login(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (token, refresh) = app.logged_in_user("dan@example.com").await;
+    let output = app.cli(&["user", "disable", "DAN@example.com"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    app.get("/api/v1/crm/contacts", &token)
+        .await
+        .error(401, "TOKEN_INVALID");
+    app.post("/api/v1/auth/refresh", json!({ "refreshToken": refresh }))
+        .await
+        .error(401, "REFRESH_TOKEN_INVALID");
+    app.login("dan@example.com", PASSWORD)
+        .await
+        .error(403, "ACCOUNT_DISABLED");
+
+    assert!(
+        app.cli(&["user", "enable", "dan@example.com"], None)
+            .status
+            .success()
+    );
+    app.login("dan@example.com", PASSWORD).await.data(200);
+    fails_with(
+        &app.cli(&["user", "disable", "nobody@example.com"], None),
+        "no account",
+    );
+}
+
+async fn set_password_and_reset_2fa(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (token, _) = app.logged_in_user("eli@example.com").await;
+    app.enable_two_factor(&token).await;
+    let new_password = "a brand new passphrase";
+    let output = app.cli(
+        &[
+            "user",
+            "set-password",
+            "eli@example.com",
+            "--password-stdin",
+        ],
+        Some(&format!("{new_password}\r\n")),
+    );
+    assert!(output.status.success(), "{}", stderr(&output));
+    app.get("/api/v1/auth/me", &token)
+        .await
+        .error(401, "TOKEN_INVALID");
+    app.login("eli@example.com", PASSWORD)
+        .await
+        .error(401, "INVALID_CREDENTIALS");
+    assert_eq!(
+        app.login("eli@example.com", new_password).await.data(200)["requiresTwoFactor"],
+        true
+    );
+
+    assert!(
+        app.cli(&["user", "reset-2fa", "eli@example.com"], None)
+            .status
+            .success()
+    );
+    let login = app.login("eli@example.com", new_password).await;
+    assert!(login.data(200)["accessToken"].is_string(), "2FA is off");
+    fails_with(
+        &app.cli(
+            &[
+                "user",
+                "set-password",
+                "eli@example.com",
+                "--password-stdin",
+            ],
+            Some("qwertyuiop\n"),
+        ),
+        "common",
+    );
+}
+
+async fn key_rotation_reaches_the_running_service(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (old_token, _) = app.logged_in_user("fox@example.com").await;
+    let old_kid = crate::helpers::jwt_header(&old_token)["kid"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let output = app.cli(&["keys", "rotate"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let new_kid = stdout(&output).trim().to_owned();
+    assert_ne!(new_kid, old_kid);
+
+    let listed = stdout(&app.cli(&["keys", "list"], None));
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with(&new_kid) && l.contains("active")),
+        "{listed}"
+    );
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with(&old_kid) && l.contains("retired")),
+        "{listed}"
+    );
+
+    // Within 10 s the service signs with the new key and publishes both.
+    let started = Instant::now();
+    loop {
+        let login = app.login("fox@example.com", PASSWORD).await;
+        let token = login.data(200)["accessToken"].as_str().unwrap().to_owned();
+        if crate::helpers::jwt_header(&token)["kid"] == new_kid.as_str() {
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "still signing with the old key"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let jwks: Value = app
+        .client
+        .get(app.url("/.well-known/jwks.json"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let kids: Vec<&str> = jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kid"].as_str().unwrap())
+        .collect();
+    assert!(
+        kids.contains(&new_kid.as_str()) && kids.contains(&old_kid.as_str()),
+        "{kids:?}"
+    );
+    app.get("/api/v1/crm/contacts", &old_token).await.data(200);
+}
+
+/// Settings resolve flag, then environment, then file, then default; observed through which
+/// database file `migrate` creates.
+#[test]
+fn settings_precedence_flag_env_file_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = |name: &str| dir.path().join(name);
+    let config = dir.path().join("gatehouse.toml");
+    std::fs::write(
+        &config,
+        format!("database_url = \"sqlite://{}\"\n", db("file.db").display()),
+    )
+    .unwrap();
+    let migrate = |env: Option<&str>, flag: Option<&str>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
+        command
+            .env_clear()
+            .current_dir(dir.path())
+            .env("GATEHOUSE_CONFIG", &config);
+        if let Some(name) = env {
+            command.env(
+                "GATEHOUSE_DATABASE_URL",
+                format!("sqlite://{}", db(name).display()),
+            );
+        }
+        command.arg("migrate");
+        if let Some(name) = flag {
+            command
+                .arg("--database-url")
+                .arg(format!("sqlite://{}", db(name).display()));
+        }
+        let output = run(&mut command, None);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+    };
+    migrate(Some("env.db"), Some("flag.db"));
+    assert!(db("flag.db").exists() && !db("env.db").exists());
+    migrate(Some("env.db"), None);
+    assert!(db("env.db").exists() && !db("file.db").exists());
+    migrate(None, None);
+    assert!(db("file.db").exists());
+    std::fs::remove_file(&config).unwrap();
+    let output = run(
+        Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+            .env_clear()
+            .current_dir(dir.path())
+            .arg("migrate"),
+        None,
+    );
+    assert!(output.status.success());
+    assert!(
+        dir.path().join("gatehouse.db").exists(),
+        "default sqlite://gatehouse.db"
+    );
+}
+
+#[test]
+fn bad_settings_stop_the_program_with_one_line_naming_the_setting() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&str, &str, &str); 5] = [
+        (
+            "GATEHOUSE_ACCESS_TOKEN_TTL",
+            "forever",
+            "GATEHOUSE_ACCESS_TOKEN_TTL",
+        ),
+        ("GATEHOUSE_LISTEN", "not an address", "GATEHOUSE_LISTEN"),
+        (
+            "GATEHOUSE_DATABASE_URL",
+            "mysql://x",
+            "GATEHOUSE_DATABASE_URL",
+        ),
+        ("GATEHOUSE_MASTER_KEY", "c2hvcnQ=", "GATEHOUSE_MASTER_KEY"),
+        ("GATEHOUSE_REGISTRATION", "maybe", "GATEHOUSE_REGISTRATION"),
+    ];
+    for (var, value, needle) in cases {
+        let output = run(
+            Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+                .env_clear()
+                .current_dir(dir.path())
+                .env(var, value)
+                .arg("serve"),
+            None,
+        );
+        assert!(
+            !output.status.success(),
+            "{var}={value} must stop the program"
+        );
+        let err = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(err.lines().count(), 1, "{err:?}");
+        assert!(err.contains(needle), "{err:?}");
+    }
+    let output = run(
+        Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+            .env_clear()
+            .current_dir(dir.path())
+            .env("GATEHOUSE_DATABASE_URL", "postgres://x@127.0.0.1/y")
+            .arg("serve"),
+        None,
+    );
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !output.status.success() && err.contains("GATEHOUSE_MASTER_KEY"),
+        "{err}"
+    );
+    assert!(
+        !dir.path().join("gatehouse.db").exists(),
+        "nothing was opened"
+    );
+}

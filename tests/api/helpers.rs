@@ -1,0 +1,401 @@
+//! Test harness: the real application on port 0 with a database of its own, and an HTTP client.
+//!
+//! Every test is an `async fn(Backend)` listed in `both_backends!`, which runs it once on SQLite
+//! and once on PostgreSQL. The PostgreSQL run needs `GATEHOUSE_TEST_POSTGRES_URL` (a server URL
+//! such as `postgres://postgres@127.0.0.1:5432/postgres`); without it that run passes at once, so
+//! `cargo test` works on a machine with no PostgreSQL. Logs are silent unless `TEST_LOG` is set.
+
+use std::io::Write as _;
+use std::process::{Command, Output, Stdio};
+
+use gatehouse::app::Application;
+use gatehouse::auth::totp;
+use gatehouse::config::{MasterKey, Settings, SettingsArgs};
+use gatehouse::http::AppState;
+use reqwest::{Method, StatusCode};
+use serde_json::{Value, json};
+use sqlx::Connection as _;
+use uuid::Uuid;
+
+pub const PASSWORD: &str = "correct horse battery staple";
+
+/// Declares a test module per backend running the listed `async fn(Backend)`s.
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(crate::helpers::Backend::Sqlite).await
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    if let Some(backend) = crate::helpers::Backend::postgres() {
+                        super::$name(backend).await
+                    }
+                }
+            )*
+        }
+    };
+}
+pub(crate) use both_backends;
+
+#[derive(Clone, Debug)]
+pub enum Backend {
+    Sqlite,
+    /// The server URL to create test databases on.
+    Postgres(String),
+}
+
+impl Backend {
+    pub fn postgres() -> Option<Backend> {
+        std::env::var("GATEHOUSE_TEST_POSTGRES_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+            .map(Backend::Postgres)
+    }
+}
+
+/// A database of its own for one test: a SQLite file in a temporary folder, or a PostgreSQL
+/// database created for the test and dropped after it.
+pub struct TestDatabase {
+    pub url: String,
+    /// Given to the service as a setting (PostgreSQL); SQLite uses the key file beside the database.
+    pub master_key: Option<String>,
+    /// Kept for its lifetime: the folder (and a SQLite database in it) goes when the test ends.
+    _dir: tempfile::TempDir,
+    postgres: Option<(String, String)>,
+}
+
+impl TestDatabase {
+    pub async fn new(backend: &Backend) -> TestDatabase {
+        let dir = tempfile::tempdir().expect("temporary folder");
+        match backend {
+            Backend::Sqlite => TestDatabase {
+                url: format!("sqlite://{}", dir.path().join("gatehouse.db").display()),
+                master_key: None,
+                _dir: dir,
+                postgres: None,
+            },
+            Backend::Postgres(server) => {
+                let name = format!("gatehouse_test_{}", Uuid::new_v4().simple());
+                let mut conn = sqlx::PgConnection::connect(server)
+                    .await
+                    .expect("connect to the PostgreSQL test server");
+                sqlx::query(&format!(r#"CREATE DATABASE "{name}""#))
+                    .execute(&mut conn)
+                    .await
+                    .expect("create the test database");
+                conn.close().await.ok();
+                TestDatabase {
+                    url: with_database(server, &name),
+                    master_key: Some(MasterKey::generate().encode()),
+                    _dir: dir,
+                    postgres: Some((server.clone(), name)),
+                }
+            }
+        }
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let Some((server, name)) = self.postgres.take() else {
+            return;
+        };
+        // Drop runs inside the test's runtime, which cannot be blocked on: use a thread of its own.
+        let _ = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async {
+                if let Ok(mut conn) = sqlx::PgConnection::connect(&server).await {
+                    let _ =
+                        sqlx::query(&format!(r#"DROP DATABASE IF EXISTS "{name}" WITH (FORCE)"#))
+                            .execute(&mut conn)
+                            .await;
+                }
+            });
+        })
+        .join();
+    }
+}
+
+/// `postgres://u@h:5432/postgres?x=y` with the database `name` instead.
+fn with_database(server: &str, name: &str) -> String {
+    let (base, query) = match server.split_once('?') {
+        Some((base, query)) => (base, Some(query)),
+        None => (server, None),
+    };
+    let (scheme, rest) = base.split_once("://").expect("a URL");
+    let authority = rest.split('/').next().unwrap_or(rest);
+    match query {
+        Some(q) => format!("{scheme}://{authority}/{name}?{q}"),
+        None => format!("{scheme}://{authority}/{name}"),
+    }
+}
+
+pub struct TestApp {
+    pub address: String,
+    pub client: reqwest::Client,
+    pub state: AppState,
+    pub db: TestDatabase,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for TestApp {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+    }
+}
+
+pub async fn spawn_app(backend: Backend) -> TestApp {
+    spawn_app_with(backend, SettingsArgs::default()).await
+}
+
+/// Starts the application with `args` over the test defaults (port 0, own database).
+pub async fn spawn_app_with(backend: Backend, args: SettingsArgs) -> TestApp {
+    if std::env::var_os("TEST_LOG").is_some() {
+        gatehouse::telemetry::init("debug", gatehouse::config::LogFormat::Text);
+    }
+    let db = TestDatabase::new(&backend).await;
+    let settings = Settings::resolve(&SettingsArgs {
+        listen: Some("127.0.0.1:0".into()),
+        database_url: Some(db.url.clone()),
+        master_key: db.master_key.clone(),
+        ..args
+    })
+    .expect("valid test settings");
+    let app = Application::build(&settings)
+        .await
+        .expect("the application starts");
+    let address = format!("http://{}", app.local_addr());
+    let state = app.state().clone();
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(app.run_until(async {
+        let _ = rx.await;
+    }));
+    TestApp {
+        address,
+        client: reqwest::Client::new(),
+        state,
+        db,
+        shutdown: Some(tx),
+    }
+}
+
+/// An answer: status, headers and the JSON body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: reqwest::header::HeaderMap,
+    pub body: Value,
+}
+
+impl Answer {
+    /// `data` of a successful answer with the expected status.
+    #[track_caller]
+    pub fn data(&self, status: u16) -> &Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected answer: {:#}",
+            self.body
+        );
+        assert_eq!(self.body["success"], json!(true), "{:#}", self.body);
+        &self.body["data"]
+    }
+
+    /// Asserts an error answer with status and code; returns the `error` object.
+    #[track_caller]
+    pub fn error(&self, status: u16, code: &str) -> &Value {
+        assert_eq!(
+            self.status.as_u16(),
+            status,
+            "unexpected answer: {:#}",
+            self.body
+        );
+        assert_eq!(self.body["success"], json!(false), "{:#}", self.body);
+        assert_eq!(self.body["error"]["code"], json!(code), "{:#}", self.body);
+        assert!(
+            self.body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| !m.is_empty())
+        );
+        &self.body["error"]
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+impl TestApp {
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{}", self.address, path)
+    }
+
+    pub async fn send(&self, request: reqwest::RequestBuilder) -> Answer {
+        let response = request.send().await.expect("the request is answered");
+        let status = response.status();
+        let headers = response.headers().clone();
+        let bytes = response.bytes().await.expect("a body");
+        let body = serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| panic!("not JSON ({status}): {}", String::from_utf8_lossy(&bytes)));
+        Answer {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    pub async fn call(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<Value>,
+    ) -> Answer {
+        let mut request = self.client.request(method, self.url(path));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        self.send(request).await
+    }
+
+    pub async fn post(&self, path: &str, body: Value) -> Answer {
+        self.call(Method::POST, path, None, Some(body)).await
+    }
+
+    pub async fn get(&self, path: &str, token: &str) -> Answer {
+        self.call(Method::GET, path, Some(token), None).await
+    }
+
+    /// Creates an account directly through the service (set-up, not the thing under test).
+    pub async fn create_user(&self, email: &str, password: &str) -> Uuid {
+        let email = gatehouse::domain::Email::parse(email).unwrap();
+        let name = gatehouse::domain::FullName::parse("Test User").unwrap();
+        self.state
+            .auth
+            .create_user(&email, &name, password.to_owned().into())
+            .await
+            .expect("user created")
+            .id
+    }
+
+    pub async fn login(&self, email: &str, password: &str) -> Answer {
+        self.post(
+            "/api/v1/auth/login",
+            json!({ "email": email, "password": password }),
+        )
+        .await
+    }
+
+    /// A new user, logged in: (access token, refresh token).
+    pub async fn logged_in_user(&self, email: &str) -> (String, String) {
+        self.create_user(email, PASSWORD).await;
+        let answer = self.login(email, PASSWORD).await;
+        let data = answer.data(200);
+        (
+            data["accessToken"].as_str().unwrap().to_owned(),
+            data["refreshToken"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// Sets up and enables 2FA for the holder of `token`. The enabling code is taken from the
+    /// previous time step, so the current and next steps stay free for logins.
+    /// Returns the TOTP secret and the recovery codes.
+    pub async fn enable_two_factor(&self, token: &str) -> (Vec<u8>, Vec<String>) {
+        let setup = self
+            .call(Method::POST, "/api/v1/auth/2fa/setup", Some(token), None)
+            .await;
+        let secret = base32_decode(setup.data(200)["secret"].as_str().unwrap());
+        let code = totp::code_at(&secret, now_seconds() - 30);
+        let enabled = self
+            .call(
+                Method::POST,
+                "/api/v1/auth/2fa/enable",
+                Some(token),
+                Some(json!({ "code": code })),
+            )
+            .await;
+        let codes = enabled.data(200)["recoveryCodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c.as_str().unwrap().to_owned())
+            .collect();
+        (secret, codes)
+    }
+
+    /// Runs the real `gatehouse` binary against this app's database, with nothing else from the
+    /// environment.
+    pub fn cli(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
+        command
+            .env_clear()
+            .env("GATEHOUSE_DATABASE_URL", &self.db.url)
+            .env("GATEHOUSE_LOG", "warn");
+        if let Some(key) = &self.db.master_key {
+            command.env("GATEHOUSE_MASTER_KEY", key);
+        }
+        run(command.args(args), stdin)
+    }
+}
+
+pub fn run(command: &mut Command, stdin: Option<&str>) -> Output {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the gatehouse binary runs");
+    let mut pipe = child.stdin.take().unwrap();
+    if let Some(input) = stdin {
+        pipe.write_all(input.as_bytes()).unwrap();
+    }
+    drop(pipe);
+    child.wait_with_output().unwrap()
+}
+
+pub fn now_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+}
+
+pub fn base32_decode(text: &str) -> Vec<u8> {
+    totp_rs::Secret::Encoded(text.to_owned())
+        .to_bytes()
+        .expect("base32")
+}
+
+/// The claims (payload) of a JWT, without verifying it.
+pub fn claims(jwt: &str) -> Value {
+    segment(jwt, 1)
+}
+
+/// The header of a JWT.
+pub fn jwt_header(jwt: &str) -> Value {
+    segment(jwt, 0)
+}
+
+fn segment(jwt: &str, index: usize) -> Value {
+    use base64::Engine as _;
+    let part = jwt.split('.').nth(index).expect("a JWT has three parts");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part)
+        .expect("base64url");
+    serde_json::from_slice(&bytes).expect("JSON")
+}

@@ -1,0 +1,12 @@
+//! Integration tests: the real service over HTTP (and the real binary for the CLI), on SQLite and,
+//! when `GATEHOUSE_TEST_POSTGRES_URL` is set, on PostgreSQL. One binary, so the suite links once.
+
+mod helpers;
+
+mod cli;
+mod contacts;
+mod errors;
+mod login;
+mod refresh;
+mod tokens;
+mod two_factor;

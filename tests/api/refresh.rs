@@ -1,0 +1,132 @@
+use std::collections::HashSet;
+
+use gatehouse::config::SettingsArgs;
+use serde_json::json;
+
+use crate::helpers::{Backend, TestApp, both_backends, claims, spawn_app, spawn_app_with};
+
+both_backends!(
+    refresh_rotates_and_the_new_token_works,
+    a_racing_tab_within_the_grace_window_gets_the_current_tokens,
+    concurrent_refreshes_rotate_the_session_once,
+    reuse_after_the_grace_window_ends_the_session,
+    bad_refresh_tokens_are_refused,
+);
+
+async fn refresh(app: &TestApp, token: &str) -> crate::helpers::Answer {
+    app.post("/api/v1/auth/refresh", json!({ "refreshToken": token }))
+        .await
+}
+
+async fn refresh_rotates_and_the_new_token_works(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (access, first) = app.logged_in_user("uma@example.com").await;
+    let answer = refresh(&app, &first).await;
+    let data = answer.data(200);
+    let second = data["refreshToken"].as_str().unwrap();
+    assert_ne!(second, first);
+    assert_eq!(data["expiresIn"], 86400);
+    assert_eq!(data["user"]["email"], "uma@example.com");
+    let new_access = data["accessToken"].as_str().unwrap();
+    assert_eq!(claims(new_access)["sid"], claims(&access)["sid"]);
+    app.get("/api/v1/crm/contacts", new_access).await.data(200);
+    app.get("/api/v1/crm/contacts", &access).await.data(200);
+    let third = refresh(&app, second).await;
+    assert_ne!(third.data(200)["refreshToken"], second);
+}
+
+async fn a_racing_tab_within_the_grace_window_gets_the_current_tokens(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (_, first) = app.logged_in_user("vera@example.com").await;
+    let winner = refresh(&app, &first).await;
+    let current = winner.data(200)["refreshToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let late = refresh(&app, &first).await;
+    assert_eq!(
+        late.data(200)["refreshToken"],
+        current.as_str(),
+        "the racer holds the current generation"
+    );
+    app.get(
+        "/api/v1/auth/me",
+        late.data(200)["accessToken"].as_str().unwrap(),
+    )
+    .await
+    .data(200);
+    refresh(&app, &current).await.data(200);
+}
+
+async fn concurrent_refreshes_rotate_the_session_once(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (_, token) = app.logged_in_user("wes@example.com").await;
+    let answers = futures::future::join_all((0..8).map(|_| refresh(&app, &token))).await;
+    let issued: HashSet<String> = answers
+        .iter()
+        .map(|a| a.data(200)["refreshToken"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        issued.len(),
+        1,
+        "every racer holds the one new generation: {issued:?}"
+    );
+    let next = issued.into_iter().next().unwrap();
+    refresh(&app, &next).await.data(200);
+}
+
+async fn reuse_after_the_grace_window_ends_the_session(backend: Backend) {
+    let app = spawn_app_with(
+        backend,
+        SettingsArgs {
+            refresh_reuse_grace: Some("1s".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let (access, first) = app.logged_in_user("xena@example.com").await;
+    let answer = refresh(&app, &first).await;
+    let current = answer.data(200)["refreshToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let new_access = answer.data(200)["accessToken"].as_str().unwrap().to_owned();
+    // Outliving the one-second grace window is the behaviour under test.
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    refresh(&app, &first)
+        .await
+        .error(401, "REFRESH_TOKEN_INVALID");
+    // The thief's replay ended the session for everyone holding it.
+    refresh(&app, &current)
+        .await
+        .error(401, "REFRESH_TOKEN_INVALID");
+    app.get("/api/v1/auth/me", &new_access)
+        .await
+        .error(401, "TOKEN_INVALID");
+    app.get("/api/v1/auth/me", &access)
+        .await
+        .error(401, "TOKEN_INVALID");
+}
+
+async fn bad_refresh_tokens_are_refused(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (_, token) = app.logged_in_user("yves@example.com").await;
+    let tampered = format!("{}x", &token[..token.len() - 1]);
+    for bad in ["garbage", "a.b.c", tampered.as_str()] {
+        refresh(&app, bad).await.error(401, "REFRESH_TOKEN_INVALID");
+    }
+    let answer = app.post("/api/v1/auth/refresh", json!({})).await;
+    assert_eq!(
+        answer.error(400, "VALIDATION_ERROR")["details"]["fields"]["refreshToken"],
+        "is required"
+    );
+    // A disabled account's sessions end.
+    app.state
+        .auth
+        .disable_user(&gatehouse::domain::Email::parse("yves@example.com").unwrap())
+        .await
+        .unwrap();
+    refresh(&app, &token)
+        .await
+        .error(401, "REFRESH_TOKEN_INVALID");
+}
