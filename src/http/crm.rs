@@ -3,8 +3,9 @@
 use std::collections::HashMap;
 
 use axum::Router;
-use axum::extract::{Path, Query, State};
+use axum::extract::{FromRequestParts, Path, Query, State};
 use axum::http::StatusCode;
+use axum::http::request::Parts;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use serde::Deserialize;
@@ -83,40 +84,48 @@ async fn create(
     Ok((StatusCode::CREATED, ok(contact)))
 }
 
-/// A path id that is not a UUID names nothing: 404, like an id that does not exist.
-fn contact_id(raw: &str) -> Result<Uuid> {
-    Uuid::parse_str(raw).map_err(|_| Error::NotFound)
+/// The `{id}` of a contact path. An id that is not a UUID (or not even UTF-8) names nothing: 404,
+/// like an id that does not exist, and never the framework's plain-text rejection.
+struct ContactId(Uuid);
+
+impl<S: Send + Sync> FromRequestParts<S> for ContactId {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| Error::NotFound)?;
+        Uuid::parse_str(&raw)
+            .map(ContactId)
+            .map_err(|_| Error::NotFound)
+    }
 }
 
 async fn read(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Path(id): Path<String>,
+    ContactId(id): ContactId,
 ) -> Result<impl IntoResponse> {
-    Ok(ok(state
-        .contacts
-        .get(who.user_id, contact_id(&id)?)
-        .await?))
+    Ok(ok(state.contacts.get(who.user_id, id).await?))
 }
 
 async fn update(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Path(id): Path<String>,
+    ContactId(id): ContactId,
     AppJson(body): AppJson<ContactBody>,
 ) -> Result<impl IntoResponse> {
     Ok(ok(state
         .contacts
-        .update(who.user_id, contact_id(&id)?, body.into())
+        .update(who.user_id, id, body.into())
         .await?))
 }
 
 async fn remove(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Path(id): Path<String>,
+    ContactId(id): ContactId,
 ) -> Result<impl IntoResponse> {
-    let id = contact_id(&id)?;
     state.contacts.delete(who.user_id, id).await?;
     Ok(ok(json!({ "id": id })))
 }

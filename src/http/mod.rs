@@ -75,15 +75,18 @@ pub fn router(state: AppState) -> Router {
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &Request<_>| {
-                // The route template, never the raw path (ids) or the query (search terms).
-                let route = req
-                    .extensions()
-                    .get::<axum::extract::MatchedPath>()
-                    .map(|p| p.as_str().to_owned())
-                    .unwrap_or_else(|| "unmatched".into());
-                tracing::info_span!("request", method = %req.method(), route = %route)
-            }),
+            TraceLayer::new_for_http()
+                .make_span_with(|req: &Request<_>| {
+                    // The route template, never the raw path (ids) or the query (search terms).
+                    let route = req
+                        .extensions()
+                        .get::<axum::extract::MatchedPath>()
+                        .map(|p| p.as_str().to_owned())
+                        .unwrap_or_else(|| "unmatched".into());
+                    tracing::info_span!("request", method = %req.method(), route = %route)
+                })
+                // 5xx causes are logged once, with their chain, where the error becomes a response.
+                .on_failure(()),
         )
         .layer(CatchPanicLayer::custom(
             |_: Box<dyn std::any::Any + Send>| -> Response {
