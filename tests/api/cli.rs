@@ -360,3 +360,54 @@ fn bad_settings_stop_the_program_with_one_line_naming_the_setting() {
         "nothing was opened"
     );
 }
+
+/// `gatehouse serve` as an operator runs it: the log names the bound address, the first start
+/// creates the master key file readable by its owner only, and SIGTERM ends it cleanly.
+#[test]
+fn serve_names_its_address_creates_the_key_file_and_stops_on_sigterm() {
+    use std::io::{BufRead as _, BufReader};
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .env_clear()
+        .current_dir(dir.path())
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let address = loop {
+        let line = lines.next().expect("serve logs before it exits").unwrap();
+        if let Some(rest) = line.split("listening on http://").nth(1) {
+            break rest.trim().to_owned();
+        }
+    };
+    assert!(
+        !address.ends_with(":0"),
+        "the bound port, not the requested one: {address}"
+    );
+    let mut stream = std::net::TcpStream::connect(&address).unwrap();
+    std::io::Write::write_all(
+        &mut stream,
+        b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+    )
+    .unwrap();
+    let mut reply = String::new();
+    std::io::Read::read_to_string(&mut stream, &mut reply).unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+
+    let mode = std::fs::metadata(dir.path().join("gatehouse.master.key"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let status = child.wait().unwrap();
+    assert!(status.success(), "exit after SIGTERM: {status}");
+}

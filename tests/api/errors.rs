@@ -7,6 +7,7 @@ both_backends!(
     unknown_routes_and_wrong_methods_answer_in_the_envelope,
     bodies_must_be_json_objects_within_the_size_limit,
     health_and_readiness,
+    without_a_database_calls_answer_503_in_the_envelope,
 );
 
 async fn unknown_routes_and_wrong_methods_answer_in_the_envelope(backend: Backend) {
@@ -109,4 +110,20 @@ async fn health_and_readiness(backend: Backend) {
     }
     let answer = app.call(Method::POST, "/api/v1/auth/register", None, Some(json!({ "email": "r@example.com", "password": "a long enough one", "fullName": "R" }))).await;
     answer.error(403, "REGISTRATION_CLOSED");
+}
+
+async fn without_a_database_calls_answer_503_in_the_envelope(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.create_user("zed@example.com", crate::helpers::PASSWORD)
+        .await;
+    // A closed pool is what an unreachable database looks like to the handlers.
+    app.state.store.close().await;
+    app.send(app.client.get(app.url("/readyz")))
+        .await
+        .error(503, "SERVICE_UNAVAILABLE");
+    app.login("zed@example.com", crate::helpers::PASSWORD)
+        .await
+        .error(503, "SERVICE_UNAVAILABLE");
+    let answer = app.send(app.client.get(app.url("/healthz"))).await;
+    assert_eq!(answer.data(200), &json!({ "status": "ok" }));
 }

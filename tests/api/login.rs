@@ -13,6 +13,7 @@ both_backends!(
     logout_ends_the_current_session_only,
     logout_scopes_others_and_all,
     registration_when_open,
+    a_weaker_password_hash_is_upgraded_at_login,
 );
 
 async fn login_returns_the_seed_token_set(backend: Backend) {
@@ -247,4 +248,42 @@ async fn registration_when_open(backend: Backend) {
         .await
         .error(400, "WEAK_PASSWORD");
     app.login("reg@example.com", PASSWORD).await.data(200);
+}
+
+async fn a_weaker_password_hash_is_upgraded_at_login(backend: Backend) {
+    use argon2::password_hash::{PasswordHasher as _, SaltString};
+    let app = spawn_app(backend).await;
+    let id = app.create_user("old@example.com", PASSWORD).await;
+    let weak = argon2::Argon2::new(
+        argon2::Algorithm::Argon2id,
+        argon2::Version::V0x13,
+        argon2::Params::new(4096, 1, 1, None).unwrap(),
+    )
+    .hash_password(
+        PASSWORD.as_bytes(),
+        &SaltString::generate(&mut rand::rngs::OsRng),
+    )
+    .unwrap()
+    .to_string();
+    app.state.store.set_password_hash(id, &weak).await.unwrap();
+
+    app.login("old@example.com", PASSWORD).await.data(200);
+    // The upgrade runs after the answer; give it a few hashes' time.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let hash = app
+            .state
+            .store
+            .user_by_id(id)
+            .await
+            .unwrap()
+            .unwrap()
+            .password_hash;
+        if hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$") {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "still {hash}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    app.login("old@example.com", PASSWORD).await.data(200);
 }
