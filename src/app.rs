@@ -70,14 +70,9 @@ impl Services {
 
 /// Connects and brings the schema up to date.
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
-    let store = Store::connect(&settings.database_url)
+    let store = Store::connect(settings.database_url.as_str())
         .await
-        .with_context(|| {
-            format!(
-                "cannot open the database {}",
-                crate::config::redact_url(&settings.database_url)
-            )
-        })?;
+        .with_context(|| format!("cannot open the database {}", settings.database_url))?;
     store
         .migrate()
         .await

@@ -174,10 +174,10 @@ impl fmt::Debug for MasterKey {
 }
 
 /// Every setting, parsed and checked.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Settings {
     pub listen: SocketAddr,
-    pub database_url: String,
+    pub database_url: DatabaseUrl,
     /// `None` means: use (or create) the key file beside the SQLite database.
     pub master_key: Option<MasterKey>,
     pub access_token_ttl: Duration,
@@ -194,26 +194,29 @@ pub struct Settings {
     pub log_format: LogFormat,
 }
 
-impl fmt::Debug for Settings {
-    // The database URL may carry a password: print it with the password masked.
+/// A database URL. It may carry a password, so its `Debug` form masks that.
+#[derive(Clone, PartialEq, Eq)]
+pub struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        self.0.starts_with("postgres://") || self.0.starts_with("postgresql://")
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Settings")
-            .field("listen", &self.listen)
-            .field("database_url", &redact_url(&self.database_url))
-            .field("master_key", &self.master_key)
-            .field("access_token_ttl", &self.access_token_ttl)
-            .field("refresh_token_ttl", &self.refresh_token_ttl)
-            .field("temp_token_ttl", &self.temp_token_ttl)
-            .field("refresh_reuse_grace", &self.refresh_reuse_grace)
-            .field("registration_open", &self.registration_open)
-            .field("rate_limit", &self.rate_limit)
-            .field("trusted_proxies", &self.trusted_proxies)
-            .field("issuer", &self.issuer)
-            .field("audience", &self.audience)
-            .field("metrics_listen", &self.metrics_listen)
-            .field("log", &self.log)
-            .field("log_format", &self.log_format)
-            .finish()
+        f.write_str(&redact_url(&self.0))
+    }
+}
+
+impl fmt::Display for DatabaseUrl {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&redact_url(&self.0))
     }
 }
 
@@ -303,12 +306,10 @@ impl Settings {
         let setting = Setting {
             key: "database_url",
         };
-        if !(database_url.starts_with("sqlite:")
-            || database_url.starts_with("postgres://")
-            || database_url.starts_with("postgresql://"))
-        {
+        let database_url = DatabaseUrl(database_url);
+        if !(database_url.as_str().starts_with("sqlite:") || database_url.is_postgres()) {
             return Err(setting.invalid(
-                &redact_url(&database_url),
+                &database_url.to_string(),
                 "is not a sqlite://PATH or postgres:// URL",
             ));
         }
@@ -317,7 +318,7 @@ impl Settings {
                 Some(value) => Some(MasterKey::parse(&value).map_err(|reason| {
                     Setting { key: "master_key" }.invalid("[redacted]", &reason)
                 })?),
-                None if database_url.starts_with("postgres") => {
+                None if database_url.is_postgres() => {
                     return Err(SettingsError(
                     "GATEHOUSE_MASTER_KEY (--master-key / master_key) is required with PostgreSQL: \
                      every instance must share it (make one with: openssl rand -base64 32)"
@@ -389,7 +390,7 @@ impl Settings {
 
     /// The path of the SQLite database file, when the URL names one.
     pub fn sqlite_path(&self) -> Option<PathBuf> {
-        sqlite_path(&self.database_url)
+        sqlite_path(self.database_url.as_str())
     }
 }
 
@@ -520,7 +521,7 @@ mod tests {
     fn defaults_follow_the_contract() {
         let s = resolve(SettingsArgs::default()).unwrap();
         assert_eq!(s.listen.to_string(), "127.0.0.1:8080");
-        assert_eq!(s.database_url, "sqlite://gatehouse.db");
+        assert_eq!(s.database_url.as_str(), "sqlite://gatehouse.db");
         assert_eq!(s.access_token_ttl, Duration::from_secs(86400));
         assert_eq!(s.refresh_token_ttl, Duration::from_secs(30 * 86400));
         assert_eq!(s.temp_token_ttl, Duration::from_secs(300));
@@ -557,6 +558,15 @@ mod tests {
         assert!(err.contains("GATEHOUSE_ACCESS_TOKEN_TTL"), "{err}");
         assert!(err.contains("--access-token-ttl"), "{err}");
         assert!(!err.contains('\n'));
+    }
+
+    #[test]
+    fn in_memory_sqlite_is_refused() {
+        let err = resolve(SettingsArgs {
+            database_url: Some("sqlite::memory:".into()),
+            ..Default::default()
+        });
+        assert!(err.err().unwrap().to_string().contains("in-memory"));
     }
 
     #[test]
