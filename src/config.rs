@@ -313,6 +313,15 @@ impl Settings {
                 "is not a sqlite://PATH or postgres:// URL",
             ));
         }
+        // Each pooled connection to an in-memory SQLite database would be a database of its own.
+        let in_memory = database_url.as_str().contains("mode=memory")
+            || sqlite_path(database_url.as_str()).is_none();
+        if !database_url.is_postgres() && in_memory {
+            return Err(setting.invalid(
+                database_url.as_str(),
+                "must name a file (in-memory SQLite is not supported)",
+            ));
+        }
         let master_key =
             match pick("master_key", &args.master_key) {
                 Some(value) => Some(MasterKey::parse(&value).map_err(|reason| {
