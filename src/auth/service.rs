@@ -15,7 +15,7 @@ use super::tokens::Tokens;
 use super::totp;
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result};
-use crate::store::sessions::{NewSession, RefreshRow, Rotation};
+use crate::store::sessions::{NewSession, RefreshRow, SessionRow};
 use crate::store::users::{NewUser, UserRow};
 use crate::store::{Store, is_unique_violation, now_ms, rfc3339};
 
@@ -310,8 +310,7 @@ impl AuthService {
         })
     }
 
-    /// Rotates a refresh token. A token consumed moments ago (a racing tab) gets the session's
-    /// current tokens; one consumed longer ago was stolen or replayed, and ends the session.
+    /// Rotates a refresh token: the presented one is used up, a new one is returned.
     pub async fn refresh(&self, token: &str) -> Result<TokenSet> {
         let claims = self.tokens.verify_refresh(token)?;
         let now = now_ms();
@@ -323,20 +322,8 @@ impl AuthService {
             consumed_at: None,
         };
         let (session, refresh) = match self.store.rotate_refresh(claims.jti, &next).await? {
-            Rotation::Rotated(session) => (session, next),
-            Rotation::AlreadyConsumed {
-                ago_ms,
-                session,
-                current: Some(current),
-            } if ago_ms <= self.grace_ms => (session, current),
-            Rotation::AlreadyConsumed { session, .. } => {
-                self.store
-                    .revoke_session(session.id, "refresh token reuse")
-                    .await?;
-                tracing::warn!(session = %session.id, user = %session.user_id, "refresh token reuse: session revoked");
-                return Err(Error::RefreshTokenInvalid);
-            }
-            Rotation::Invalid => return Err(Error::RefreshTokenInvalid),
+            Some(session) => (session, next),
+            None => self.already_rotated(claims.jti, now).await?,
         };
         if session.id != claims.sid || session.user_id != claims.sub {
             return Err(Error::RefreshTokenInvalid);
@@ -351,6 +338,34 @@ impl AuthService {
         }
         let amr: Vec<String> = session.amr.split_whitespace().map(str::to_owned).collect();
         self.token_set(&user, &amr, &refresh)
+    }
+
+    /// A refresh token that could not be rotated. If it was consumed within the grace window (a
+    /// racing tab), its session's current token is the answer; if earlier, it was stolen or
+    /// replayed, and the session ends. Anything else (unknown, expired, session revoked) is invalid.
+    async fn already_rotated(&self, jti: Uuid, now: i64) -> Result<(SessionRow, RefreshRow)> {
+        let presented = self
+            .store
+            .refresh_token(jti)
+            .await?
+            .ok_or(Error::RefreshTokenInvalid)?;
+        let consumed_at = presented.consumed_at.ok_or(Error::RefreshTokenInvalid)?;
+        let session = self
+            .store
+            .session(presented.session_id)
+            .await?
+            .filter(|s| s.revoked_at.is_none())
+            .ok_or(Error::RefreshTokenInvalid)?;
+        if now - consumed_at <= self.grace_ms {
+            if let Some(current) = self.store.current_refresh_token(session.id).await? {
+                return Ok((session, current));
+            }
+        }
+        self.store
+            .revoke_session(session.id, "refresh token reuse")
+            .await?;
+        tracing::warn!(session = %session.id, user = %session.user_id, "refresh token reuse: session revoked");
+        Err(Error::RefreshTokenInvalid)
     }
 
     /// The caller of a bearer call: a valid access token whose session is still live.

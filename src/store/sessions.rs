@@ -30,6 +30,8 @@ pub struct RefreshRow {
     pub consumed_at: Option<i64>,
 }
 
+const REFRESH_COLUMNS: &str = "jti, session_id, issued_at, expires_at, consumed_at";
+
 pub struct NewSession<'a> {
     pub id: Uuid,
     pub user_id: Uuid,
@@ -105,13 +107,13 @@ impl Store {
 
     /// Consumes `jti` and records `next` as the session's current refresh token, atomically: the
     /// first statement is the conditional UPDATE, so of two racing rotations of one token exactly
-    /// one sees a row to consume (PostgreSQL row lock; SQLite's single writer), and the loser
-    /// learns that the token was already consumed.
+    /// one finds a row to consume (PostgreSQL row lock; SQLite's single writer). Returns the
+    /// session, or `None` if `jti` was not current (unknown, consumed, expired, session revoked).
     pub async fn rotate_refresh(
         &self,
         jti: Uuid,
         next: &RefreshRow,
-    ) -> Result<Rotation, sqlx::Error> {
+    ) -> Result<Option<SessionRow>, sqlx::Error> {
         let now = next.issued_at;
         let consume = "UPDATE refresh_tokens SET consumed_at = $2 \
                        WHERE jti = $1 AND consumed_at IS NULL AND expires_at > $2 \
@@ -123,10 +125,6 @@ impl Store {
             "UPDATE sessions SET last_used_at = $2, expires_at = $3 WHERE id = $1 \
              RETURNING {SESSION_COLUMNS}"
         );
-        let presented = "SELECT jti, session_id, issued_at, expires_at, consumed_at \
-                         FROM refresh_tokens WHERE jti = $1";
-        let current = "SELECT jti, session_id, issued_at, expires_at, consumed_at \
-                       FROM refresh_tokens WHERE session_id = $1 AND consumed_at IS NULL";
         on_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             let consumed: Option<Uuid> = sqlx::query_scalar(consume)
@@ -134,55 +132,48 @@ impl Store {
                 .bind(now)
                 .fetch_optional(&mut *tx)
                 .await?;
-            if let Some(session_id) = consumed {
-                sqlx::query(insert)
-                    .bind(next.jti)
-                    .bind(session_id)
-                    .bind(next.issued_at)
-                    .bind(next.expires_at)
-                    .execute(&mut *tx)
-                    .await?;
-                let session: SessionRow = sqlx::query_as(&touch)
-                    .bind(session_id)
-                    .bind(now)
-                    .bind(next.expires_at)
-                    .fetch_one(&mut *tx)
-                    .await?;
-                tx.commit().await?;
-                return Ok(Rotation::Rotated(session));
-            }
-            tx.rollback().await?;
-            let row: Option<RefreshRow> = sqlx::query_as(presented)
-                .bind(jti)
-                .fetch_optional(pool)
-                .await?;
-            let Some(row) = row else {
-                return Ok(Rotation::Invalid);
+            let Some(session_id) = consumed else {
+                tx.rollback().await?;
+                return Ok(None);
             };
-            let Some(consumed_at) = row.consumed_at else {
-                return Ok(Rotation::Invalid);
-            };
-            let session_sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1");
-            let session: Option<SessionRow> = sqlx::query_as(&session_sql)
-                .bind(row.session_id)
-                .fetch_optional(pool)
+            sqlx::query(insert)
+                .bind(next.jti)
+                .bind(session_id)
+                .bind(next.issued_at)
+                .bind(next.expires_at)
+                .execute(&mut *tx)
                 .await?;
-            let Some(session) = session else {
-                return Ok(Rotation::Invalid);
-            };
-            if session.revoked_at.is_some() {
-                return Ok(Rotation::Invalid);
-            }
-            let current: Option<RefreshRow> = sqlx::query_as(current)
-                .bind(row.session_id)
-                .fetch_optional(pool)
+            let session: SessionRow = sqlx::query_as(&touch)
+                .bind(session_id)
+                .bind(now)
+                .bind(next.expires_at)
+                .fetch_one(&mut *tx)
                 .await?;
-            Ok(Rotation::AlreadyConsumed {
-                ago_ms: now - consumed_at,
-                session,
-                current,
-            })
+            tx.commit().await?;
+            Ok(Some(session))
         })
+    }
+
+    pub async fn refresh_token(&self, jti: Uuid) -> Result<Option<RefreshRow>, sqlx::Error> {
+        let sql = format!("SELECT {REFRESH_COLUMNS} FROM refresh_tokens WHERE jti = $1");
+        on_pool!(self, |pool| sqlx::query_as(&sql)
+            .bind(jti)
+            .fetch_optional(pool)
+            .await)
+    }
+
+    /// The session's one unconsumed refresh token.
+    pub async fn current_refresh_token(
+        &self,
+        session_id: Uuid,
+    ) -> Result<Option<RefreshRow>, sqlx::Error> {
+        let sql = format!(
+            "SELECT {REFRESH_COLUMNS} FROM refresh_tokens WHERE session_id = $1 AND consumed_at IS NULL"
+        );
+        on_pool!(self, |pool| sqlx::query_as(&sql)
+            .bind(session_id)
+            .fetch_optional(pool)
+            .await)
     }
 
     /// Revokes one session (if still active); returns whether it was.
