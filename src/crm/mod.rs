@@ -137,6 +137,19 @@ fn bounded(max: usize, allow_newlines: bool) -> impl Fn(&str) -> Result<String, 
     }
 }
 
+/// An optional text field: empty or blank is no value; anything else must pass `rule`.
+fn optional(
+    v: &mut Validator,
+    name: &str,
+    value: Option<String>,
+    rule: impl Fn(&str) -> Result<String, String>,
+) -> Option<Option<String>> {
+    match value.filter(|s| !s.trim().is_empty()) {
+        None => Some(None),
+        Some(value) => v.check(name, rule(&value)).map(Some),
+    }
+}
+
 /// Applies `input` over `base` (a stored contact, or nothing for a new one) and checks the result,
 /// naming every bad field.
 fn check(input: ContactInput, base: Option<&ContactRow>) -> Result<Checked> {
@@ -154,41 +167,30 @@ fn check(input: ContactInput, base: Option<&ContactRow>) -> Result<Checked> {
         Patch::Keep if base.is_some() => base.map(|b| b.full_name.clone()),
         _ => v.check("fullName", Err("is required".to_owned())),
     };
-    let optional = |v: &mut Validator,
-                    name: &str,
-                    value: Option<String>,
-                    rule: &dyn Fn(&str) -> Result<String, String>| {
-        match value {
-            None => Some(None),
-            Some(value) => v
-                .check(name, rule(&value))
-                .map(|s| Some(s).filter(|s| !s.is_empty())),
-        }
-    };
     let email_rule = |s: &str| Email::parse(s).map(|e| e.as_str().to_owned());
     let email = optional(
         &mut v,
         "email",
         merge(input.email, base.map(|b| &b.email)),
-        &email_rule,
+        email_rule,
     );
     let phone = optional(
         &mut v,
         "phone",
         merge(input.phone, base.map(|b| &b.phone)),
-        &bounded(PHONE_MAX, false),
+        bounded(PHONE_MAX, false),
     );
     let company = optional(
         &mut v,
         "company",
         merge(input.company, base.map(|b| &b.company)),
-        &bounded(COMPANY_MAX, false),
+        bounded(COMPANY_MAX, false),
     );
     let notes = optional(
         &mut v,
         "notes",
         merge(input.notes, base.map(|b| &b.notes)),
-        &bounded(NOTES_MAX, true),
+        bounded(NOTES_MAX, true),
     );
     let checked = (|| {
         Some(Checked {
