@@ -20,7 +20,8 @@ cargo build --release -q
 BIN=$PWD/target/release/gatehouse
 
 WORK=$(mktemp -d)
-trap 'kill $SERVER 2>/dev/null || true; rm -rf "$WORK"' EXIT
+SERVER=
+trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
 export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn
 if [ -n "${BENCH_DATABASE_URL:-}" ]; then
   export GATEHOUSE_DATABASE_URL=$BENCH_DATABASE_URL

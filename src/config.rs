@@ -318,7 +318,7 @@ impl Settings {
             || sqlite_path(database_url.as_str()).is_none();
         if !database_url.is_postgres() && in_memory {
             return Err(setting.invalid(
-                database_url.as_str(),
+                &database_url.to_string(),
                 "must name a file (in-memory SQLite is not supported)",
             ));
         }

@@ -136,10 +136,6 @@ impl AuthService {
         &self.tokens
     }
 
-    pub fn store(&self) -> &Store {
-        &self.store
-    }
-
     /// Password login. Unknown e-mail and wrong password are one answer, and cost one hash each.
     /// A disabled account is told so only after its password was right.
     pub async fn login(

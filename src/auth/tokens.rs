@@ -176,10 +176,6 @@ impl Keyring {
     pub fn jwks(&self) -> Arc<serde_json::Value> {
         self.snapshot().jwks.clone()
     }
-
-    pub fn active_kid(&self) -> String {
-        self.snapshot().signer.kid.clone()
-    }
 }
 
 /// Issues and verifies the service's tokens.

@@ -35,12 +35,6 @@ pub(crate) enum Backend {
     Postgres(PgPool),
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum BackendKind {
-    Sqlite,
-    Postgres,
-}
-
 #[derive(Clone, Debug)]
 pub struct Store {
     pub(crate) backend: Backend,
@@ -78,13 +72,6 @@ impl Store {
             Backend::Postgres(pool)
         };
         Ok(Store { backend })
-    }
-
-    pub fn kind(&self) -> BackendKind {
-        match self.backend {
-            Backend::Sqlite(_) => BackendKind::Sqlite,
-            Backend::Postgres(_) => BackendKind::Postgres,
-        }
     }
 
     /// Applies the embedded migrations (PostgreSQL: under an advisory lock, so instances starting

@@ -411,3 +411,60 @@ fn serve_names_its_address_creates_the_key_file_and_stops_on_sigterm() {
     let status = child.wait().unwrap();
     assert!(status.success(), "exit after SIGTERM: {status}");
 }
+
+/// Settings that only the real binary shows: JSON logs are one object per line; an in-memory
+/// SQLite URL and an unknown key in the settings file stop the program with one line.
+#[test]
+fn json_logs_and_refused_settings_through_the_binary() {
+    let dir = tempfile::tempdir().unwrap();
+    let gatehouse = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
+        command.env_clear().current_dir(dir.path());
+        command
+    };
+
+    // A first `user add` creates the master key and warns about it: a log line to look at.
+    let output = run(
+        gatehouse().env("GATEHOUSE_LOG_FORMAT", "json").args([
+            "user",
+            "add",
+            "--email",
+            "j@example.com",
+            "--name",
+            "J",
+            "--password-stdin",
+        ]),
+        Some("correct horse battery staple\n"),
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let err = String::from_utf8_lossy(&output.stderr);
+    assert!(!err.trim().is_empty(), "the master-key warning is logged");
+    for line in err.lines() {
+        let entry: Value =
+            serde_json::from_str(line).unwrap_or_else(|_| panic!("not JSON: {line}"));
+        assert!(
+            entry["level"].is_string() && entry["timestamp"].is_string(),
+            "{entry}"
+        );
+    }
+
+    let output = run(
+        gatehouse()
+            .env("GATEHOUSE_DATABASE_URL", "sqlite::memory:")
+            .arg("migrate"),
+        None,
+    );
+    fails_with(&output, "in-memory");
+
+    let config = dir.path().join("gatehouse.toml");
+    std::fs::write(&config, "listen = \"127.0.0.1:0\"\nlisten_port = 8080\n").unwrap();
+    let output = run(
+        gatehouse().arg("--config").arg(&config).arg("migrate"),
+        None,
+    );
+    fails_with(&output, "listen_port");
+}
