@@ -12,6 +12,7 @@ use anyhow::Context as _;
 use tokio::net::TcpListener;
 
 use crate::auth::crypto::Secrets;
+use crate::auth::live::{self, LiveSessions};
 use crate::auth::service::{AuthService, AuthSettings};
 use crate::auth::tokens::{Keyring, LEEWAY_SECONDS, Tokens};
 use crate::config::{MasterKey, Settings};
@@ -23,11 +24,19 @@ use crate::store::Store;
 /// another instance) is signed with and published here within this time.
 pub const KEY_RELOAD_INTERVAL: Duration = Duration::from_secs(5);
 
+/// How often lapsed sessions, consumed refresh-token records and expired challenges are deleted.
+pub const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(600);
+
+/// Kept in memory past the longest an access token can live: a token minted by a refresh that
+/// raced its session's revocation is a few milliseconds younger than the revocation.
+const REVOCATION_MARGIN: Duration = Duration::from_secs(60);
+
 /// The services over one database, for the server and for the CLI commands.
 pub struct Services {
     pub store: Store,
     pub secrets: Arc<Secrets>,
     pub keyring: Arc<Keyring>,
+    pub live: Arc<LiveSessions>,
     pub auth: AuthService,
     pub contacts: Contacts,
 }
@@ -47,10 +56,18 @@ impl Services {
             &settings.audience,
             settings.access_token_ttl,
         );
+        let horizon =
+            settings.access_token_ttl + Duration::from_secs(LEEWAY_SECONDS) + REVOCATION_MARGIN;
+        let live = Arc::new(
+            LiveSessions::load(&store, horizon)
+                .await
+                .context("cannot read the revoked sessions")?,
+        );
         let auth = AuthService::new(
             store.clone(),
             tokens,
             secrets.clone(),
+            live.clone(),
             AuthSettings {
                 refresh_ttl: settings.refresh_token_ttl,
                 temp_ttl: settings.temp_token_ttl,
@@ -62,6 +79,7 @@ impl Services {
             store,
             secrets,
             keyring,
+            live,
             auth,
             contacts,
         })
@@ -147,6 +165,7 @@ pub struct Application {
     listener: TcpListener,
     state: AppState,
     keyring: Arc<Keyring>,
+    live: Arc<LiveSessions>,
 }
 
 impl Application {
@@ -166,6 +185,7 @@ impl Application {
             listener,
             state,
             keyring: services.keyring,
+            live: services.live,
         })
     }
 
@@ -184,17 +204,7 @@ impl Application {
         self,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> anyhow::Result<()> {
-        let keyring = self.keyring.clone();
-        let reload = tokio::spawn(async move {
-            let mut tick = tokio::time::interval(KEY_RELOAD_INTERVAL);
-            tick.tick().await;
-            loop {
-                tick.tick().await;
-                if let Err(error) = keyring.reload().await {
-                    tracing::warn!(error = %error, "cannot reload the signing keys");
-                }
-            }
-        });
+        let background = self.spawn_background();
         let addr = self.local_addr();
         tracing::info!("listening on http://{addr}");
         let app =
@@ -202,10 +212,78 @@ impl Application {
         let served = axum::serve(self.listener, app)
             .with_graceful_shutdown(shutdown)
             .await;
-        reload.abort();
+        for task in background {
+            task.abort();
+        }
+        // Uses seen since the last flush would otherwise be lost with the process.
+        if let Err(error) = self.live.flush_activity(&self.state.store).await {
+            tracing::warn!(error = %error, "cannot record the sessions' last use");
+        }
         self.state.store.close().await;
         served.context("the server failed")
     }
+}
+
+impl Application {
+    /// The periodic work of an instance: signing keys and revocations made elsewhere are read,
+    /// session use is written, and old rows are deleted.
+    fn spawn_background(&self) -> Vec<tokio::task::JoinHandle<()>> {
+        let keyring = self.keyring.clone();
+        let reload = every(KEY_RELOAD_INTERVAL, move || {
+            let keyring = keyring.clone();
+            async move {
+                if let Err(error) = keyring.reload().await {
+                    tracing::warn!(error = %error, "cannot reload the signing keys");
+                }
+            }
+        });
+        let (live, store) = (self.live.clone(), self.state.store.clone());
+        // `sync` logs a failure once, when it starts, not twice a second during an outage.
+        let revocations = every(live::SYNC_INTERVAL, move || {
+            let (live, store) = (live.clone(), store.clone());
+            async move {
+                let _ = live.sync(&store).await;
+            }
+        });
+        let (live, store) = (self.live.clone(), self.state.store.clone());
+        let activity = every(live::ACTIVITY_FLUSH_INTERVAL, move || {
+            let (live, store) = (live.clone(), store.clone());
+            async move {
+                if let Err(error) = live.flush_activity(&store).await {
+                    tracing::debug!(error = %error, "cannot record the sessions' last use yet");
+                }
+            }
+        });
+        let state = self.state.clone();
+        let housekeeping = every(HOUSEKEEPING_INTERVAL, move || {
+            let state = state.clone();
+            async move {
+                match state.auth.housekeep(crate::store::now_ms()).await {
+                    Ok(purged) => tracing::debug!(?purged, "housekeeping done"),
+                    Err(error) => tracing::warn!(error = %error, "housekeeping failed"),
+                }
+            }
+        });
+        vec![reload, revocations, activity, housekeeping]
+    }
+}
+
+/// Runs `job` every `period`, the first time one period from now; a slow run delays the next
+/// rather than piling runs up.
+fn every<F, Fut>(period: Duration, job: F) -> tokio::task::JoinHandle<()>
+where
+    F: Fn() -> Fut + Send + 'static,
+    Fut: Future<Output = ()> + Send + 'static,
+{
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(period);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tick.tick().await;
+            job().await;
+        }
+    })
 }
 
 /// Completes on SIGINT or SIGTERM.

@@ -340,6 +340,15 @@ impl Settings {
         let access_token_ttl = parse_duration(&s, &v)?;
         let (s, v) = get("refresh_token_ttl", &args.refresh_token_ttl, "30d");
         let refresh_token_ttl = parse_duration(&s, &v)?;
+        // A session ends when its refresh token lapses; an access token outliving it would keep a
+        // lapsed session usable.
+        if access_token_ttl > refresh_token_ttl {
+            return Err(SettingsError(format!(
+                "GATEHOUSE_ACCESS_TOKEN_TTL ({}s) must not be longer than GATEHOUSE_REFRESH_TOKEN_TTL ({}s)",
+                access_token_ttl.as_secs(),
+                refresh_token_ttl.as_secs()
+            )));
+        }
         let (s, v) = get("temp_token_ttl", &args.temp_token_ttl, "5m");
         let temp_token_ttl = parse_duration(&s, &v)?;
         let (s, v) = get("refresh_reuse_grace", &args.refresh_reuse_grace, "10s");

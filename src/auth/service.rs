@@ -10,17 +10,22 @@ use serde::Serialize;
 use uuid::Uuid;
 
 use super::crypto::{Secrets, random_token, sha256};
+use super::live::LiveSessions;
 use super::password::{PasswordHasher, Verdict, check_policy};
-use super::tokens::Tokens;
+use super::tokens::{RefreshClaims, Tokens};
 use super::totp;
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result};
-use crate::store::sessions::{NewSession, RefreshRow, SessionRow};
+use crate::store::sessions::{NewSession, Purged, RefreshRow, SessionRow};
 use crate::store::users::{NewUser, UserRow};
 use crate::store::{Store, is_unique_violation, now_ms, rfc3339};
 
 /// Wrong codes a two-factor challenge tolerates (API.md §2).
 pub const MAX_CHALLENGE_ATTEMPTS: i64 = 5;
+
+/// A consumed refresh-token record is kept this long past the grace window, so that a racing
+/// refresh still finds it however slowly it arrives.
+const CONSUMED_RECORD_MARGIN_MS: i64 = 60_000;
 
 /// Where a request came from, recorded with the session it opens.
 #[derive(Debug, Clone, Default)]
@@ -88,6 +93,20 @@ pub struct TwoFactorSetup {
     pub qr_code_svg: String,
 }
 
+/// A session as its user sees it in the session list.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    pub id: Uuid,
+    pub created_at: String,
+    pub last_used_at: String,
+    pub ip: Option<String>,
+    pub user_agent: Option<String>,
+    pub current: bool,
+    #[serde(skip)]
+    last_used_ms: i64,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogoutScope {
     Current,
@@ -106,6 +125,7 @@ pub struct AuthService {
     hasher: PasswordHasher,
     tokens: Tokens,
     secrets: Arc<Secrets>,
+    live: Arc<LiveSessions>,
     refresh_ttl_ms: i64,
     temp_ttl_ms: i64,
     grace_ms: i64,
@@ -119,6 +139,7 @@ impl AuthService {
         store: Store,
         tokens: Tokens,
         secrets: Arc<Secrets>,
+        live: Arc<LiveSessions>,
         settings: AuthSettings,
     ) -> Self {
         AuthService {
@@ -126,6 +147,7 @@ impl AuthService {
             hasher: PasswordHasher::new(),
             tokens,
             secrets,
+            live,
             refresh_ttl_ms: settings.refresh_ttl.as_millis() as i64,
             temp_ttl_ms: settings.temp_ttl.as_millis() as i64,
             grace_ms: settings.reuse_grace.as_millis() as i64,
@@ -319,7 +341,7 @@ impl AuthService {
         };
         let (session, refresh) = match self.store.rotate_refresh(claims.jti, &next).await? {
             Some(session) => (session, next),
-            None => self.already_rotated(claims.jti, now).await?,
+            None => self.already_rotated(&claims, now).await?,
         };
         if session.id != claims.sid || session.user_id != claims.sub {
             return Err(Error::RefreshTokenInvalid);
@@ -338,61 +360,203 @@ impl AuthService {
 
     /// A refresh token that could not be rotated. If it was consumed within the grace window (a
     /// racing tab), its session's current token is the answer; if earlier, it was stolen or
-    /// replayed, and the session ends. Anything else (unknown, expired, session revoked) is invalid.
-    async fn already_rotated(&self, jti: Uuid, now: i64) -> Result<(SessionRow, RefreshRow)> {
-        let presented = self
-            .store
-            .refresh_token(jti)
-            .await?
-            .ok_or(Error::RefreshTokenInvalid)?;
-        let consumed_at = presented.consumed_at.ok_or(Error::RefreshTokenInvalid)?;
+    /// replayed, and the session ends. Anything else (expired, session revoked) is invalid.
+    async fn already_rotated(
+        &self,
+        claims: &RefreshClaims,
+        now: i64,
+    ) -> Result<(SessionRow, RefreshRow)> {
         let session = self
             .store
-            .session(presented.session_id)
+            .session(claims.sid)
             .await?
-            .filter(|s| s.revoked_at.is_none())
+            .filter(|s| s.revoked_at.is_none() && s.user_id == claims.sub)
             .ok_or(Error::RefreshTokenInvalid)?;
-        if now - consumed_at <= self.grace_ms {
+        // A correctly signed token of a live session whose record is gone was consumed long ago:
+        // housekeeping keeps consumed records only for the grace window and a margin.
+        let consumed_at = match self.store.refresh_token(claims.jti).await? {
+            Some(presented) if presented.session_id != session.id => {
+                return Err(Error::RefreshTokenInvalid);
+            }
+            Some(presented) => Some(presented.consumed_at.ok_or(Error::RefreshTokenInvalid)?),
+            None => None,
+        };
+        if consumed_at.is_some_and(|at| now - at <= self.grace_ms) {
             if let Some(current) = self.store.current_refresh_token(session.id).await? {
                 return Ok((session, current));
             }
         }
-        self.store
-            .revoke_session(session.id, "refresh token reuse")
+        self.end_session(session.user_id, session.id, "refresh token reuse")
             .await?;
         tracing::warn!(session = %session.id, user = %session.user_id, "refresh token reuse: session revoked");
         Err(Error::RefreshTokenInvalid)
     }
 
-    /// The caller of a bearer call: a valid access token whose session is still live.
-    pub async fn authenticate(&self, access_token: &str) -> Result<Principal> {
+    /// The caller of a bearer call: a valid access token whose session is not revoked. No database
+    /// round trip: revocations are known in memory (`LiveSessions`).
+    pub fn authenticate(&self, access_token: &str) -> Result<Principal> {
         let claims = self.tokens.verify_access(access_token)?;
-        if !self.store.session_is_active(claims.sid, now_ms()).await? {
+        if self.live.is_revoked(claims.sid) {
             return Err(Error::TokenInvalid);
         }
+        self.live.used(claims.sid, now_ms());
         Ok(Principal {
             user_id: claims.sub,
             session_id: claims.sid,
         })
     }
 
+    /// Revokes one session of a user; false if it is not theirs or no longer active.
+    async fn end_session(&self, user_id: Uuid, session: Uuid, reason: &str) -> Result<bool> {
+        let now = now_ms();
+        let ended = self
+            .store
+            .revoke_session(user_id, session, reason, now)
+            .await?;
+        if ended {
+            self.live.revoked(&[session], now);
+        }
+        Ok(ended)
+    }
+
+    /// Revokes every session of a user but `keep`; returns how many there were.
+    async fn end_sessions(&self, user_id: Uuid, keep: Option<Uuid>, reason: &str) -> Result<u64> {
+        let now = now_ms();
+        let ended = self
+            .store
+            .revoke_user_sessions(user_id, keep, reason, now)
+            .await?;
+        self.live.revoked(&ended, now);
+        Ok(ended.len() as u64)
+    }
+
     pub async fn logout(&self, who: &Principal, scope: LogoutScope) -> Result<u64> {
-        let n = match scope {
-            LogoutScope::Current => {
-                u64::from(self.store.revoke_session(who.session_id, "logout").await?)
-            }
+        match scope {
+            LogoutScope::Current => Ok(u64::from(
+                self.end_session(who.user_id, who.session_id, "logout")
+                    .await?,
+            )),
             LogoutScope::Others => {
-                self.store
-                    .revoke_user_sessions(who.user_id, Some(who.session_id), "logout")
-                    .await?
+                self.end_sessions(who.user_id, Some(who.session_id), "logout")
+                    .await
             }
-            LogoutScope::All => {
-                self.store
-                    .revoke_user_sessions(who.user_id, None, "logout")
-                    .await?
-            }
-        };
-        Ok(n)
+            LogoutScope::All => self.end_sessions(who.user_id, None, "logout").await,
+        }
+    }
+
+    /// The caller's live sessions, the most recently used first.
+    pub async fn sessions(&self, who: &Principal) -> Result<Vec<SessionView>> {
+        let rows = self.store.active_sessions(who.user_id, now_ms()).await?;
+        let mut views: Vec<SessionView> = rows
+            .into_iter()
+            .map(|row| {
+                // This instance may have seen a use that is not written yet.
+                let last_used = self
+                    .live
+                    .unwritten_use(row.id)
+                    .map_or(row.last_used_at, |at| at.max(row.last_used_at));
+                SessionView {
+                    current: row.id == who.session_id,
+                    created_at: rfc3339(row.created_at),
+                    last_used_ms: last_used,
+                    last_used_at: rfc3339(last_used),
+                    ip: row.ip,
+                    user_agent: row.user_agent,
+                    id: row.id,
+                }
+            })
+            .collect();
+        views.sort_by(|a, b| b.last_used_ms.cmp(&a.last_used_ms).then(b.id.cmp(&a.id)));
+        Ok(views)
+    }
+
+    /// Ends one of the caller's sessions (possibly the current one). Another user's session, or
+    /// one that has ended already, is not found.
+    pub async fn delete_session(&self, who: &Principal, session: Uuid) -> Result<()> {
+        if self
+            .end_session(who.user_id, session, "deleted by its user")
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(Error::NotFound)
+        }
+    }
+
+    /// Changes the caller's password after checking the current one; every other session ends.
+    pub async fn change_password(
+        &self,
+        who: &Principal,
+        current: SecretString,
+        new: SecretString,
+    ) -> Result<u64> {
+        check_policy(new.expose_secret())?;
+        let user = self.user(who).await?;
+        self.recheck_password(&user, current).await?;
+        let hash = self.hasher.hash(new).await?;
+        self.store.set_password_hash(user.id, &hash).await?;
+        self.end_sessions(user.id, Some(who.session_id), "password changed")
+            .await
+    }
+
+    async fn recheck_password(&self, user: &UserRow, password: SecretString) -> Result<()> {
+        match self
+            .hasher
+            .verify(password, Some(user.password_hash.clone()))
+            .await?
+        {
+            Verdict::Match { .. } => Ok(()),
+            _ => Err(Error::PasswordRecheckFailed),
+        }
+    }
+
+    /// Turns the caller's 2FA off, after checking their password and a code (TOTP or recovery).
+    pub async fn disable_two_factor(
+        &self,
+        who: &Principal,
+        password: SecretString,
+        code: &str,
+    ) -> Result<()> {
+        let user = self.user(who).await?;
+        let sealed = user
+            .totp_secret
+            .as_deref()
+            .ok_or(Error::TwoFactorNotEnabled)?;
+        // The password first: a wrong one must not use up the recovery code sent with it.
+        self.recheck_password(&user, password).await?;
+        if !self.check_second_factor(&user, sealed, code).await? {
+            return Err(Error::CodeRecheckFailed);
+        }
+        self.store.disable_totp(user.id).await?;
+        Ok(())
+    }
+
+    /// A new set of recovery codes for the caller, after checking a code (TOTP or recovery); the
+    /// old set is void.
+    pub async fn new_recovery_codes(&self, who: &Principal, code: &str) -> Result<Vec<String>> {
+        let user = self.user(who).await?;
+        let sealed = user
+            .totp_secret
+            .as_deref()
+            .ok_or(Error::TwoFactorNotEnabled)?;
+        if !self.check_second_factor(&user, sealed, code).await? {
+            return Err(Error::CodeRecheckFailed);
+        }
+        let (codes, hashes) = self.recovery_codes(&user);
+        if !self.store.replace_recovery_codes(user.id, &hashes).await? {
+            return Err(Error::TwoFactorNotEnabled);
+        }
+        Ok(codes)
+    }
+
+    fn recovery_codes(&self, user: &UserRow) -> (Vec<String>, Vec<[u8; 32]>) {
+        let codes = totp::generate_recovery_codes();
+        let hashes = codes
+            .iter()
+            .filter_map(|c| totp::normalize_recovery_code(c))
+            .map(|c| self.secrets.recovery_code_hash(user.id.as_bytes(), &c))
+            .collect();
+        (codes, hashes)
     }
 
     async fn user(&self, who: &Principal) -> Result<UserRow> {
@@ -453,12 +617,7 @@ impl AuthService {
         let now = (now_ms() / 1000) as u64;
         let step =
             totp::matching_step(&secret, code.trim(), now).ok_or(Error::CodeRecheckFailed)?;
-        let codes = totp::generate_recovery_codes();
-        let hashes: Vec<[u8; 32]> = codes
-            .iter()
-            .filter_map(|c| totp::normalize_recovery_code(c))
-            .map(|c| self.secrets.recovery_code_hash(user.id.as_bytes(), &c))
-            .collect();
+        let (codes, hashes) = self.recovery_codes(&user);
         // The accepted code's step is recorded as used, so it cannot also complete a login.
         if !self
             .store
@@ -469,6 +628,20 @@ impl AuthService {
             return Err(Error::TwoFactorAlreadyEnabled);
         }
         Ok(codes)
+    }
+
+    /// Deletes what no request can need any more, as of `now`: sessions lapsed or revoked longer
+    /// ago than any access token lives, refresh-token records consumed before the grace window
+    /// (reuse of such a token is still detected: see `already_rotated`), expired challenges.
+    pub async fn housekeep(&self, now: i64) -> Result<Purged> {
+        Ok(self
+            .store
+            .purge(
+                now,
+                now - self.live.horizon_ms(),
+                now - self.grace_ms - CONSUMED_RECORD_MARGIN_MS,
+            )
+            .await?)
     }
 
     /// Creates an account (CLI `user add`, and registration when open).
@@ -514,10 +687,7 @@ impl AuthService {
     pub async fn disable_user(&self, email: &Email) -> Result<u64> {
         let user = self.find_user(email).await?;
         self.store.set_disabled(user.id, true).await?;
-        Ok(self
-            .store
-            .revoke_user_sessions(user.id, None, "account disabled")
-            .await?)
+        self.end_sessions(user.id, None, "account disabled").await
     }
 
     pub async fn enable_user(&self, email: &Email) -> Result<()> {
@@ -532,10 +702,8 @@ impl AuthService {
         let user = self.find_user(email).await?;
         let hash = self.hasher.hash(password).await?;
         self.store.set_password_hash(user.id, &hash).await?;
-        Ok(self
-            .store
-            .revoke_user_sessions(user.id, None, "password set by administrator")
-            .await?)
+        self.end_sessions(user.id, None, "password set by administrator")
+            .await
     }
 
     /// Turns 2FA off for an account that lost its authenticator (administrator).

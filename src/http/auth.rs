@@ -4,16 +4,19 @@ use axum::Router;
 use axum::extract::State;
 use axum::http::StatusCode;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use secrecy::SecretString;
 use serde::Deserialize;
 use serde_json::json;
 
-use super::extract::{AppJson, AuthUser, Client, MaybeJson};
+use super::extract::{AppJson, AuthUser, Client, MaybeJson, PathId};
 use super::{AppState, ok};
 use crate::auth::service::{LoginOutcome, LogoutScope, UserView};
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result, Validator};
+
+// Request bodies default missing fields to empty, so that the handler's validation names every
+// missing field at once (`details.fields`), rather than the deserializer stopping at the first.
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -25,9 +28,15 @@ pub fn router() -> Router<AppState> {
         .route("/me", get(me))
         .route("/2fa/setup", post(setup_two_factor))
         .route("/2fa/enable", post(enable_two_factor))
+        .route("/2fa/disable", post(disable_two_factor))
+        .route("/2fa/recovery-codes", post(new_recovery_codes))
+        .route("/sessions", get(sessions))
+        .route("/sessions/{id}", delete(delete_session))
+        .route("/password", post(change_password))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct LoginRequest {
     email: String,
     password: String,
@@ -63,8 +72,8 @@ fn non_empty(value: String) -> Result<String, String> {
     }
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
 struct VerifyRequest {
     temp_token: String,
     code: String,
@@ -86,8 +95,8 @@ async fn verify_second_factor(
     Ok(ok(tokens))
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
 struct RefreshRequest {
     refresh_token: String,
 }
@@ -102,8 +111,8 @@ async fn refresh(
     Ok(ok(state.auth.refresh(&token).await?))
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
 struct RegisterRequest {
     email: String,
     password: String,
@@ -163,7 +172,8 @@ async fn setup_two_factor(
     Ok(ok(state.auth.setup_two_factor(&who).await?))
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
+#[serde(default)]
 struct CodeRequest {
     code: String,
 }
@@ -178,4 +188,78 @@ async fn enable_two_factor(
     let code = v.finish(code)?;
     let codes = state.auth.enable_two_factor(&who, &code).await?;
     Ok(ok(json!({ "recoveryCodes": codes })))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(default)]
+struct DisableRequest {
+    password: String,
+    code: String,
+}
+
+async fn disable_two_factor(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    AppJson(body): AppJson<DisableRequest>,
+) -> Result<impl IntoResponse> {
+    let mut v = Validator::new();
+    let password = v.check("password", non_empty(body.password));
+    let code = v.check("code", non_empty(body.code.trim().to_owned()));
+    let (password, code) = v.finish(password.zip(code))?;
+    state
+        .auth
+        .disable_two_factor(&who, SecretString::from(password), &code)
+        .await?;
+    Ok(ok(json!({})))
+}
+
+async fn new_recovery_codes(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    AppJson(body): AppJson<CodeRequest>,
+) -> Result<impl IntoResponse> {
+    let mut v = Validator::new();
+    let code = v.check("code", non_empty(body.code.trim().to_owned()));
+    let code = v.finish(code)?;
+    let codes = state.auth.new_recovery_codes(&who, &code).await?;
+    Ok(ok(json!({ "recoveryCodes": codes })))
+}
+
+async fn sessions(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+) -> Result<impl IntoResponse> {
+    Ok(ok(json!({ "items": state.auth.sessions(&who).await? })))
+}
+
+async fn delete_session(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    PathId(id): PathId,
+) -> Result<impl IntoResponse> {
+    state.auth.delete_session(&who, id).await?;
+    Ok(ok(json!({ "id": id })))
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase", default)]
+struct PasswordRequest {
+    current_password: String,
+    new_password: String,
+}
+
+async fn change_password(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    AppJson(body): AppJson<PasswordRequest>,
+) -> Result<impl IntoResponse> {
+    let mut v = Validator::new();
+    let current = v.check("currentPassword", non_empty(body.current_password));
+    let new = v.check("newPassword", non_empty(body.new_password));
+    let (current, new) = v.finish(current.zip(new))?;
+    state
+        .auth
+        .change_password(&who, SecretString::from(current), SecretString::from(new))
+        .await?;
+    Ok(ok(json!({})))
 }

@@ -3,16 +3,14 @@
 use std::collections::HashMap;
 
 use axum::Router;
-use axum::extract::{FromRequestParts, Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::http::request::Parts;
 use axum::response::IntoResponse;
 use axum::routing::get;
 use serde::Deserialize;
 use serde_json::json;
-use uuid::Uuid;
 
-use super::extract::{AppJson, AuthUser};
+use super::extract::{AppJson, AuthUser, PathId};
 use super::{AppState, ok};
 use crate::crm::{ContactInput, ListParams, Patch};
 use crate::error::{Error, Result};
@@ -84,27 +82,10 @@ async fn create(
     Ok((StatusCode::CREATED, ok(contact)))
 }
 
-/// The `{id}` of a contact path. An id that is not a UUID (or not even UTF-8) names nothing: 404,
-/// like an id that does not exist, and never the framework's plain-text rejection.
-struct ContactId(Uuid);
-
-impl<S: Send + Sync> FromRequestParts<S> for ContactId {
-    type Rejection = Error;
-
-    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self> {
-        let Path(raw) = Path::<String>::from_request_parts(parts, state)
-            .await
-            .map_err(|_| Error::NotFound)?;
-        Uuid::parse_str(&raw)
-            .map(ContactId)
-            .map_err(|_| Error::NotFound)
-    }
-}
-
 async fn read(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    ContactId(id): ContactId,
+    PathId(id): PathId,
 ) -> Result<impl IntoResponse> {
     Ok(ok(state.contacts.get(who.user_id, id).await?))
 }
@@ -112,7 +93,7 @@ async fn read(
 async fn update(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    ContactId(id): ContactId,
+    PathId(id): PathId,
     AppJson(body): AppJson<ContactBody>,
 ) -> Result<impl IntoResponse> {
     Ok(ok(state
@@ -124,7 +105,7 @@ async fn update(
 async fn remove(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    ContactId(id): ContactId,
+    PathId(id): PathId,
 ) -> Result<impl IntoResponse> {
     state.contacts.delete(who.user_id, id).await?;
     Ok(ok(json!({ "id": id })))

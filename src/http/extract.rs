@@ -4,7 +4,7 @@
 use std::net::{IpAddr, SocketAddr};
 
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Request};
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Path, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, StatusCode, header};
 use ipnet::IpNet;
@@ -124,7 +124,7 @@ impl FromRequestParts<AppState> for AuthUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
         let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
-        state.auth.authenticate(token).await.map(AuthUser)
+        state.auth.authenticate(token).map(AuthUser)
     }
 }
 
@@ -135,6 +135,23 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
+}
+
+/// The `{id}` of a resource path. An id that is not a UUID (or not even UTF-8) names nothing: 404,
+/// like an id that does not exist, and never the framework's plain-text rejection.
+pub struct PathId(pub uuid::Uuid);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathId {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Error> {
+        let Path(raw) = Path::<String>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| Error::NotFound)?;
+        uuid::Uuid::parse_str(&raw)
+            .map(PathId)
+            .map_err(|_| Error::NotFound)
+    }
 }
 
 /// The client's address and user agent.

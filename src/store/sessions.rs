@@ -2,7 +2,7 @@
 
 use uuid::Uuid;
 
-use super::{Store, now_ms, on_pool};
+use super::{Store, on_pool};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SessionRow {
@@ -41,19 +41,12 @@ pub struct NewSession<'a> {
     pub refresh: &'a RefreshRow,
 }
 
-/// What became of a refresh token presented for rotation.
-#[derive(Debug)]
-pub enum Rotation {
-    /// It was current: it is consumed now and `RefreshRow` (the one passed in) is current.
-    Rotated(SessionRow),
-    /// It had been consumed `ago_ms` before; the session's current token is given.
-    AlreadyConsumed {
-        ago_ms: i64,
-        session: SessionRow,
-        current: Option<RefreshRow>,
-    },
-    /// Unknown, expired, or its session is revoked or expired.
-    Invalid,
+/// Rows deleted by one housekeeping pass.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Purged {
+    pub sessions: u64,
+    pub refresh_tokens: u64,
+    pub challenges: u64,
 }
 
 impl Store {
@@ -94,17 +87,6 @@ impl Store {
             .await)
     }
 
-    /// Whether the session exists, is not revoked and has not lapsed.
-    pub async fn session_is_active(&self, id: Uuid, now: i64) -> Result<bool, sqlx::Error> {
-        let sql = "SELECT COUNT(*) FROM sessions WHERE id = $1 AND revoked_at IS NULL AND expires_at > $2";
-        let n: i64 = on_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(id)
-            .bind(now)
-            .fetch_one(pool)
-            .await)?;
-        Ok(n == 1)
-    }
-
     /// Consumes `jti` and records `next` as the session's current refresh token, atomically: the
     /// first statement is the conditional UPDATE, so of two racing rotations of one token exactly
     /// one finds a row to consume (PostgreSQL row lock; SQLite's single writer). Returns the
@@ -121,9 +103,12 @@ impl Store {
                        RETURNING session_id";
         let insert = "INSERT INTO refresh_tokens (jti, session_id, issued_at, expires_at) \
                       VALUES ($1, $2, $3, $4)";
+        // Checked again here, not only in `consume`: this UPDATE waits for a concurrent revocation
+        // of the row and then sees it (PostgreSQL re-reads an updated row before changing it), so
+        // no token is minted for a session revoked while it was being refreshed.
         let touch = format!(
-            "UPDATE sessions SET last_used_at = $2, expires_at = $3 WHERE id = $1 \
-             RETURNING {SESSION_COLUMNS}"
+            "UPDATE sessions SET last_used_at = $2, expires_at = $3 \
+             WHERE id = $1 AND revoked_at IS NULL RETURNING {SESSION_COLUMNS}"
         );
         on_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
@@ -143,14 +128,18 @@ impl Store {
                 .bind(next.expires_at)
                 .execute(&mut *tx)
                 .await?;
-            let session: SessionRow = sqlx::query_as(&touch)
+            let session: Option<SessionRow> = sqlx::query_as(&touch)
                 .bind(session_id)
                 .bind(now)
                 .bind(next.expires_at)
-                .fetch_one(&mut *tx)
+                .fetch_optional(&mut *tx)
                 .await?;
+            if session.is_none() {
+                tx.rollback().await?;
+                return Ok(None);
+            }
             tx.commit().await?;
-            Ok(Some(session))
+            Ok(session)
         })
     }
 
@@ -176,13 +165,20 @@ impl Store {
             .await)
     }
 
-    /// Revokes one session (if still active); returns whether it was.
-    pub async fn revoke_session(&self, id: Uuid, reason: &str) -> Result<bool, sqlx::Error> {
-        let sql = "UPDATE sessions SET revoked_at = $2, revoked_reason = $3 \
-                   WHERE id = $1 AND revoked_at IS NULL";
+    /// Revokes one session of `user_id` if it is still active; returns whether it was.
+    pub async fn revoke_session(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+        reason: &str,
+        now: i64,
+    ) -> Result<bool, sqlx::Error> {
+        let sql = "UPDATE sessions SET revoked_at = $3, revoked_reason = $4 \
+                   WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL";
         let n = on_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
-            .bind(now_ms())
+            .bind(user_id)
+            .bind(now)
             .bind(reason)
             .execute(pool)
             .await
@@ -190,23 +186,99 @@ impl Store {
         Ok(n == 1)
     }
 
-    /// Revokes every active session of a user, except `keep` if given; returns how many.
+    /// Revokes every active session of a user, except `keep` if given; returns their ids.
     pub async fn revoke_user_sessions(
         &self,
         user_id: Uuid,
         keep: Option<Uuid>,
         reason: &str,
-    ) -> Result<u64, sqlx::Error> {
+        now: i64,
+    ) -> Result<Vec<Uuid>, sqlx::Error> {
         let sql = "UPDATE sessions SET revoked_at = $2, revoked_reason = $3 \
-                   WHERE user_id = $1 AND revoked_at IS NULL AND ($4 IS NULL OR id <> $4)";
-        on_pool!(self, |pool| sqlx::query(sql)
+                   WHERE user_id = $1 AND revoked_at IS NULL AND ($4 IS NULL OR id <> $4) \
+                   RETURNING id";
+        on_pool!(self, |pool| sqlx::query_scalar(sql)
             .bind(user_id)
-            .bind(now_ms())
+            .bind(now)
             .bind(reason)
             .bind(keep)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))
+            .fetch_all(pool)
+            .await)
+    }
+
+    /// Sessions revoked at or after `since`, with the time of their revocation.
+    pub async fn revoked_since(&self, since: i64) -> Result<Vec<(Uuid, i64)>, sqlx::Error> {
+        let sql = "SELECT id, revoked_at FROM sessions WHERE revoked_at >= $1";
+        on_pool!(self, |pool| sqlx::query_as(sql)
+            .bind(since)
+            .fetch_all(pool)
+            .await)
+    }
+
+    /// A user's live sessions, the most recently used first.
+    pub async fn active_sessions(
+        &self,
+        user_id: Uuid,
+        now: i64,
+    ) -> Result<Vec<SessionRow>, sqlx::Error> {
+        let sql = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions \
+             WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 \
+             ORDER BY last_used_at DESC, id DESC"
+        );
+        on_pool!(self, |pool| sqlx::query_as(&sql)
+            .bind(user_id)
+            .bind(now)
+            .fetch_all(pool)
+            .await)
+    }
+
+    /// Records when sessions were last used, in one transaction; a time never moves back.
+    pub async fn touch_sessions(&self, used: &[(Uuid, i64)]) -> Result<(), sqlx::Error> {
+        let sql = "UPDATE sessions SET last_used_at = $2 WHERE id = $1 AND last_used_at < $2";
+        on_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            for (id, at) in used {
+                sqlx::query(sql).bind(id).bind(at).execute(&mut *tx).await?;
+            }
+            tx.commit().await
+        })
+    }
+
+    /// Deletes what can no longer matter: sessions lapsed or revoked before `ended_before` (their
+    /// refresh tokens go with them), refresh tokens consumed before `consumed_before`, and
+    /// challenges that have expired.
+    pub async fn purge(
+        &self,
+        now: i64,
+        ended_before: i64,
+        consumed_before: i64,
+    ) -> Result<Purged, sqlx::Error> {
+        let sessions = "DELETE FROM sessions WHERE expires_at < $1 OR revoked_at < $1";
+        let refresh = "DELETE FROM refresh_tokens WHERE consumed_at < $1";
+        let challenges = "DELETE FROM temp_tokens WHERE expires_at < $1";
+        on_pool!(self, |pool| {
+            let sessions = sqlx::query(sessions)
+                .bind(ended_before)
+                .execute(pool)
+                .await?
+                .rows_affected();
+            let refresh_tokens = sqlx::query(refresh)
+                .bind(consumed_before)
+                .execute(pool)
+                .await?
+                .rows_affected();
+            let challenges = sqlx::query(challenges)
+                .bind(now)
+                .execute(pool)
+                .await?
+                .rows_affected();
+            Ok(Purged {
+                sessions,
+                refresh_tokens,
+                challenges,
+            })
+        })
     }
 
     pub async fn insert_challenge(

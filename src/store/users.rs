@@ -173,6 +173,43 @@ impl Store {
         })
     }
 
+    /// Replaces the recovery codes of an account whose 2FA is on, in one transaction; false if
+    /// 2FA is off (turned off by a concurrent request).
+    pub async fn replace_recovery_codes(
+        &self,
+        id: Uuid,
+        recovery_hashes: &[[u8; 32]],
+    ) -> Result<bool, sqlx::Error> {
+        // The UPDATE comes first: it locks the user row, so a concurrent disable either ran before
+        // (and this finds 2FA off) or waits for these codes and then deletes them.
+        let lock = "UPDATE users SET updated_at = $2 WHERE id = $1 AND totp_secret IS NOT NULL";
+        on_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            let enabled = sqlx::query(lock)
+                .bind(id)
+                .bind(now_ms())
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            if enabled != 1 {
+                return Ok(false);
+            }
+            sqlx::query("DELETE FROM recovery_codes WHERE user_id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            for hash in recovery_hashes {
+                sqlx::query("INSERT INTO recovery_codes (user_id, code_hash) VALUES ($1, $2)")
+                    .bind(id)
+                    .bind(&hash[..])
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(true)
+        })
+    }
+
     /// Turns 2FA off and forgets the secret, the pending secret and the recovery codes.
     pub async fn disable_totp(&self, id: Uuid) -> Result<bool, sqlx::Error> {
         let sql = "UPDATE users SET totp_secret = NULL, totp_pending = NULL, totp_last_step = NULL, \

@@ -19,6 +19,9 @@ use uuid::Uuid;
 
 pub const PASSWORD: &str = "correct horse battery staple";
 
+/// How soon a revocation must reach every instance (API.md §2).
+pub const REVOCATION_DELAY: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Declares a test module per backend running the listed `async fn(Backend)`s.
 macro_rules! both_backends {
     ($($name:ident),* $(,)?) => {
@@ -141,8 +144,7 @@ fn with_database(server: &str, name: &str) -> String {
 }
 
 pub struct TestApp {
-    pub address: String,
-    pub client: reqwest::Client,
+    pub http: Http,
     pub state: AppState,
     pub db: TestDatabase,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
@@ -183,8 +185,7 @@ pub async fn spawn_app_with(backend: Backend, args: SettingsArgs) -> TestApp {
         let _ = rx.await;
     }));
     TestApp {
-        address,
-        client: reqwest::Client::new(),
+        http: Http::new(address),
         state,
         db,
         shutdown: Some(tx),
@@ -237,7 +238,20 @@ impl Answer {
     }
 }
 
-impl TestApp {
+/// An HTTP client aimed at one running service (in this process, or a `serve` process).
+pub struct Http {
+    pub address: String,
+    pub client: reqwest::Client,
+}
+
+impl Http {
+    pub fn new(address: String) -> Http {
+        Http {
+            address,
+            client: reqwest::Client::new(),
+        }
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.address, path)
     }
@@ -281,35 +295,12 @@ impl TestApp {
         self.call(Method::GET, path, Some(token), None).await
     }
 
-    /// Creates an account directly through the service (set-up, not the thing under test).
-    pub async fn create_user(&self, email: &str, password: &str) -> Uuid {
-        let email = gatehouse::domain::Email::parse(email).unwrap();
-        let name = gatehouse::domain::FullName::parse("Test User").unwrap();
-        self.state
-            .auth
-            .create_user(&email, &name, password.to_owned().into())
-            .await
-            .expect("user created")
-            .id
-    }
-
     pub async fn login(&self, email: &str, password: &str) -> Answer {
         self.post(
             "/api/v1/auth/login",
             json!({ "email": email, "password": password }),
         )
         .await
-    }
-
-    /// A new user, logged in: (access token, refresh token).
-    pub async fn logged_in_user(&self, email: &str) -> (String, String) {
-        self.create_user(email, PASSWORD).await;
-        let answer = self.login(email, PASSWORD).await;
-        let data = answer.data(200);
-        (
-            data["accessToken"].as_str().unwrap().to_owned(),
-            data["refreshToken"].as_str().unwrap().to_owned(),
-        )
     }
 
     /// Sets up and enables 2FA for the holder of `token`. The enabling code is taken from the
@@ -338,18 +329,140 @@ impl TestApp {
         (secret, codes)
     }
 
-    /// Runs the real `gatehouse` binary against this app's database, with nothing else from the
-    /// environment.
+    /// Polls a bearer call with `token` until it is refused as `TOKEN_INVALID`; returns how long
+    /// that took. Fails if it takes longer than `limit` (a contract, e.g. API.md §2's 2 s for a
+    /// revocation to reach every instance).
+    pub async fn refused_within(
+        &self,
+        token: &str,
+        limit: std::time::Duration,
+    ) -> std::time::Duration {
+        let started = std::time::Instant::now();
+        loop {
+            let answer = self.get("/api/v1/auth/me", token).await;
+            if answer.status == StatusCode::UNAUTHORIZED {
+                answer.error(401, "TOKEN_INVALID");
+                return started.elapsed();
+            }
+            answer.data(200);
+            assert!(
+                started.elapsed() < limit,
+                "the token is still accepted after {limit:?}"
+            );
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl std::ops::Deref for TestApp {
+    type Target = Http;
+    fn deref(&self) -> &Http {
+        &self.http
+    }
+}
+
+impl TestApp {
+    /// Creates an account directly through the service (set-up, not the thing under test).
+    pub async fn create_user(&self, email: &str, password: &str) -> Uuid {
+        let email = gatehouse::domain::Email::parse(email).unwrap();
+        let name = gatehouse::domain::FullName::parse("Test User").unwrap();
+        self.state
+            .auth
+            .create_user(&email, &name, password.to_owned().into())
+            .await
+            .expect("user created")
+            .id
+    }
+
+    /// A new user, logged in: (access token, refresh token).
+    pub async fn logged_in_user(&self, email: &str) -> (String, String) {
+        self.create_user(email, PASSWORD).await;
+        let answer = self.login(email, PASSWORD).await;
+        let data = answer.data(200);
+        (
+            data["accessToken"].as_str().unwrap().to_owned(),
+            data["refreshToken"].as_str().unwrap().to_owned(),
+        )
+    }
+
+    /// Runs the real `gatehouse` binary against this app's database.
     pub fn cli(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        self.db.cli(args, stdin)
+    }
+}
+
+impl TestDatabase {
+    /// The real `gatehouse` binary with this database's settings and nothing else from the
+    /// environment.
+    pub fn command(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
         command
             .env_clear()
-            .env("GATEHOUSE_DATABASE_URL", &self.db.url)
+            .env("GATEHOUSE_DATABASE_URL", &self.url)
             .env("GATEHOUSE_LOG", "warn");
-        if let Some(key) = &self.db.master_key {
+        if let Some(key) = &self.master_key {
             command.env("GATEHOUSE_MASTER_KEY", key);
         }
-        run(command.args(args), stdin)
+        command
+    }
+
+    pub fn cli(&self, args: &[&str], stdin: Option<&str>) -> Output {
+        run(self.command().args(args), stdin)
+    }
+}
+
+/// A `gatehouse serve` process, as an operator runs it; several can share one database. Stopped
+/// with SIGTERM when dropped.
+pub struct Instance {
+    pub http: Http,
+    child: std::process::Child,
+}
+
+impl Instance {
+    pub fn start(db: &TestDatabase, env: &[(&str, &str)]) -> Instance {
+        use std::io::{BufRead as _, BufReader};
+        let mut child = db
+            .command()
+            .env("GATEHOUSE_LOG", "info")
+            .envs(env.iter().copied())
+            .args(["serve", "--listen", "127.0.0.1:0"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("gatehouse serve starts");
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let address = loop {
+            let line = lines
+                .next()
+                .expect("serve names its address before it exits")
+                .unwrap();
+            if let Some(rest) = line.split("listening on http://").nth(1) {
+                break rest.trim().to_owned();
+            }
+        };
+        // Keep reading, or a full pipe would stall the server's logging.
+        std::thread::spawn(move || for _ in lines {});
+        Instance {
+            http: Http::new(format!("http://{address}")),
+            child,
+        }
+    }
+}
+
+impl std::ops::Deref for Instance {
+    type Target = Http;
+    fn deref(&self) -> &Http {
+        &self.http
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
     }
 }
 
