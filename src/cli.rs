@@ -40,6 +40,8 @@ pub enum Command {
     /// Manage signing keys
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Print the OpenAPI document of the HTTP API
+    Openapi,
 }
 
 #[derive(Debug, Subcommand)]
@@ -124,6 +126,10 @@ async fn execute(command: Command, settings: Settings) -> anyhow::Result<()> {
         Command::Migrate => {
             open_store(&settings).await?;
             eprintln!("gatehouse: the database is up to date");
+            Ok(())
+        }
+        Command::Openapi => {
+            println!("{}", crate::http::openapi().to_pretty_json()?);
             Ok(())
         }
         Command::User(command) => user(command, &Services::open(&settings).await?).await,

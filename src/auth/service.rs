@@ -41,11 +41,13 @@ pub struct Principal {
     pub session_id: Uuid,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct UserView {
     pub id: Uuid,
+    #[schema(example = "ada@example.com")]
     pub email: String,
+    #[schema(example = "Ada Lovelace")]
     pub full_name: String,
 }
 
@@ -59,11 +61,21 @@ impl From<&UserRow> for UserView {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TokenSet {
+    /// Ed25519 JWT (`typ: at+jwt`) for `Authorization: Bearer`; verifiable with the JWK Set.
+    #[schema(
+        example = "eyJhbGciOiJFZERTQSIsImtpZCI6Ii4uLiIsInR5cCI6ImF0K2p3dCJ9.eyJzdWIiOiIuLi4ifQ.c2ln"
+    )]
     pub access_token: String,
+    /// For `POST /auth/refresh`, once; valid 30 days from now.
+    #[schema(
+        example = "eyJhbGciOiJFZERTQSIsImtpZCI6Ii4uLiIsInR5cCI6InJlZnJlc2grand0In0.eyJzaWQiOiIuLi4ifQ.c2ln"
+    )]
     pub refresh_token: String,
+    /// Seconds the access token lives.
+    #[schema(example = 86400)]
     pub expires_in: i64,
     pub user: UserView,
 }
@@ -74,34 +86,53 @@ pub enum LoginOutcome {
     Challenge { temp_token: String },
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Me {
     pub id: Uuid,
+    #[schema(example = "ada@example.com")]
     pub email: String,
+    #[schema(example = "Ada Lovelace")]
     pub full_name: String,
     pub two_factor_enabled: bool,
+    /// Unused recovery codes left (0 without 2FA).
+    #[schema(example = 10)]
     pub recovery_codes_remaining: i64,
+    #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
     pub created_at: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TwoFactorSetup {
+    /// The TOTP secret, base32 (160 bits), for typing into an authenticator app.
+    #[schema(example = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP")]
     pub secret: String,
+    #[schema(
+        example = "otpauth://totp/Gatehouse:ada@example.com?secret=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP&issuer=Gatehouse&algorithm=SHA1&digits=6&period=30"
+    )]
     pub otpauth_uri: String,
+    /// The URI as a QR code, an SVG document.
+    #[schema(example = "<svg xmlns=\"http://www.w3.org/2000/svg\" …</svg>")]
     pub qr_code_svg: String,
 }
 
 /// A session as its user sees it in the session list.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SessionView {
     pub id: Uuid,
+    #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
     pub created_at: String,
+    /// The last refresh or bearer call (to within 15 s).
+    #[schema(format = DateTime, example = "2026-11-21T10:02:13.052Z")]
     pub last_used_at: String,
+    /// The client address at login.
+    #[schema(example = "203.0.113.9")]
     pub ip: Option<String>,
+    #[schema(example = "Mozilla/5.0 (X11; Linux x86_64)")]
     pub user_agent: Option<String>,
+    /// Whether this is the session of the token making the call.
     pub current: bool,
     #[serde(skip)]
     last_used_ms: i64,

@@ -55,7 +55,29 @@ struct Signer {
 struct KeySet {
     signer: Signer,
     verifiers: HashMap<String, DecodingKey>,
-    jwks: Arc<serde_json::Value>,
+    jwks: Arc<Jwks>,
+}
+
+/// A JWK Set (RFC 7517) of Ed25519 public keys (RFC 8037).
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Jwks {
+    pub keys: Vec<Jwk>,
+}
+
+#[derive(Debug, Serialize, utoipa::ToSchema)]
+pub struct Jwk {
+    #[schema(example = "OKP")]
+    pub kty: &'static str,
+    #[schema(example = "Ed25519")]
+    pub crv: &'static str,
+    /// The public key, base64url.
+    pub x: String,
+    /// RFC 7638 thumbprint of the key; the `kid` of the tokens it verifies.
+    pub kid: String,
+    #[schema(example = "sig")]
+    pub r#use: &'static str,
+    #[schema(example = "EdDSA")]
+    pub alg: &'static str,
 }
 
 pub struct Keyring {
@@ -154,11 +176,16 @@ impl Keyring {
         for row in &rows {
             let x = b64url(&row.public_key);
             verifiers.insert(row.kid.clone(), DecodingKey::from_ed_components(&x)?);
-            jwks.push(serde_json::json!({
-                "kty": "OKP", "crv": "Ed25519", "x": x, "kid": row.kid, "use": "sig", "alg": "EdDSA",
-            }));
+            jwks.push(Jwk {
+                kty: "OKP",
+                crv: "Ed25519",
+                x,
+                kid: row.kid.clone(),
+                r#use: "sig",
+                alg: "EdDSA",
+            });
         }
-        let jwks = Arc::new(serde_json::json!({ "keys": jwks }));
+        let jwks = Arc::new(Jwks { keys: jwks });
         Ok(Some(KeySet {
             signer,
             verifiers,
@@ -173,7 +200,7 @@ impl Keyring {
             .clone()
     }
 
-    pub fn jwks(&self) -> Arc<serde_json::Value> {
+    pub fn jwks(&self) -> Arc<Jwks> {
         self.snapshot().jwks.clone()
     }
 }

@@ -19,16 +19,22 @@ const COMPANY_MAX: usize = 200;
 const NOTES_MAX: usize = 10_000;
 const QUERY_MAX: usize = 200;
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Contact {
     pub id: Uuid,
+    #[schema(example = "Grace Hopper")]
     pub full_name: String,
+    #[schema(example = "grace@example.com")]
     pub email: Option<String>,
+    #[schema(example = "+1 555 0100")]
     pub phone: Option<String>,
+    #[schema(example = "Navy")]
     pub company: Option<String>,
     pub notes: Option<String>,
+    #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
     pub created_at: String,
+    #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
     pub updated_at: String,
 }
 
@@ -47,10 +53,11 @@ impl From<ContactRow> for Contact {
     }
 }
 
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, utoipa::ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Page {
     pub items: Vec<Contact>,
+    /// Give it as `cursor` for the next page; `null` on the last page.
     pub next_cursor: Option<String>,
 }
 

@@ -1,56 +1,90 @@
 //! `/api/v1/crm/…`: the business calls behind the bearer token.
 
-use std::collections::HashMap;
-
-use axum::Router;
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use axum::response::IntoResponse;
-use axum::routing::get;
 use serde::Deserialize;
-use serde_json::json;
+use utoipa::{IntoParams, ToSchema};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
+use super::auth::Deleted;
+use super::docs::{bearer_errors, body_errors, error_responses, server_errors};
 use super::extract::{AppJson, AuthUser, PathId};
-use super::{AppState, ok};
-use crate::crm::{ContactInput, ListParams, Patch};
+use super::{Answer, AppState, Envelope, ok};
+use crate::crm::{Contact, ContactInput, ListParams, Page, Patch};
 use crate::error::{Error, Result};
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/contacts", get(list).post(create))
-        .route("/contacts/{id}", get(read).patch(update).delete(remove))
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(read, update, remove))
 }
 
-/// Parameters arrive as strings and are checked by the domain, so a bad `limit` is a named
-/// field error rather than a framework rejection.
+/// The list's query. Values arrive as strings and are checked by the domain, so a bad `limit` is
+/// a named field error rather than a framework rejection.
+#[derive(Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+struct ListQuery {
+    /// Page size, 1 to 100 (default 50).
+    #[param(value_type = Option<u32>, minimum = 1, maximum = 100, example = 20)]
+    limit: Option<String>,
+    /// `nextCursor` of the previous page; opaque.
+    cursor: Option<String>,
+    /// Case-insensitive literal substring of the name, e-mail or company (no wildcards); at most
+    /// 200 characters.
+    #[param(example = "acme")]
+    q: Option<String>,
+}
+
+error_responses!(ListErrors:
+    [Error::field("cursor", "is not a cursor of this list")],
+    bearer_errors(),
+    server_errors(),
+);
+
+/// The caller's contacts, newest first, a page at a time.
+///
+/// Follow `nextCursor` until it is `null`; pages stay exact while contacts are added or deleted in
+/// between.
+#[utoipa::path(get, path = "/contacts", tag = "crm", security(("bearer" = [])), params(ListQuery),
+    responses((status = 200, description = "A page of contacts", body = Envelope<Page>), ListErrors))]
 async fn list(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    query: Result<Query<HashMap<String, String>>, axum::extract::rejection::QueryRejection>,
-) -> Result<impl IntoResponse> {
-    let Query(mut query) =
-        query.map_err(|_| Error::field("query", "is not a valid query string"))?;
+    query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
+) -> Result<Answer<Page>> {
+    let Query(query) = query.map_err(|_| Error::field("query", "is not a valid query string"))?;
     let params = ListParams {
-        limit: query.remove("limit"),
-        cursor: query.remove("cursor"),
-        q: query.remove("q"),
+        limit: query.limit,
+        cursor: query.cursor,
+        q: query.q,
     };
     Ok(ok(state.contacts.list(who.user_id, params).await?))
 }
 
 /// A contact body. Optional fields are tri-state: absent keeps, `null` clears, a string sets.
-#[derive(Deserialize)]
+#[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct ContactBody {
+    /// 1 to 200 characters; required when creating.
     #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = String, example = "Grace Hopper")]
     full_name: Patch<String>,
+    /// A valid e-mail address.
     #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<String>, example = "grace@example.com")]
     email: Patch<String>,
+    /// At most 50 characters.
     #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<String>, example = "+1 555 0100")]
     phone: Patch<String>,
+    /// At most 200 characters.
     #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<String>, example = "Navy")]
     company: Patch<String>,
+    /// At most 10 000 characters.
     #[serde(default, deserialize_with = "patch")]
+    #[schema(value_type = Option<String>)]
     notes: Patch<String>,
 }
 
@@ -73,40 +107,70 @@ impl From<ContactBody> for ContactInput {
     }
 }
 
+error_responses!(WriteErrors: body_errors(), bearer_errors(), server_errors());
+
+/// Create a contact.
+#[utoipa::path(post, path = "/contacts", tag = "crm", security(("bearer" = [])),
+    request_body(content = ContactBody, example = json!({
+        "fullName": "Grace Hopper", "email": "grace@example.com", "company": "Navy"
+    })),
+    responses((status = 201, description = "The new contact", body = Envelope<Contact>), WriteErrors))]
 async fn create(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
     AppJson(body): AppJson<ContactBody>,
-) -> Result<impl IntoResponse> {
+) -> Result<(StatusCode, Answer<Contact>)> {
     let contact = state.contacts.create(who.user_id, body.into()).await?;
     Ok((StatusCode::CREATED, ok(contact)))
 }
 
+error_responses!(OneErrors: bearer_errors(), [Error::NotFound], server_errors());
+
+/// One contact.
+#[utoipa::path(get, path = "/contacts/{id}", tag = "crm", security(("bearer" = [])),
+    params(("id" = Uuid, Path, description = "The contact's id")),
+    responses((status = 200, description = "The contact", body = Envelope<Contact>), OneErrors))]
 async fn read(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
     PathId(id): PathId,
-) -> Result<impl IntoResponse> {
+) -> Result<Answer<Contact>> {
     Ok(ok(state.contacts.get(who.user_id, id).await?))
 }
 
+error_responses!(UpdateErrors:
+    body_errors(),
+    bearer_errors(),
+    [Error::NotFound],
+    server_errors(),
+);
+
+/// Change some fields of a contact; `null` clears an optional field.
+#[utoipa::path(patch, path = "/contacts/{id}", tag = "crm", security(("bearer" = [])),
+    params(("id" = Uuid, Path, description = "The contact's id")),
+    request_body(content = ContactBody, example = json!({ "company": "Yale", "phone": null })),
+    responses((status = 200, description = "The changed contact", body = Envelope<Contact>), UpdateErrors))]
 async fn update(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
     PathId(id): PathId,
     AppJson(body): AppJson<ContactBody>,
-) -> Result<impl IntoResponse> {
+) -> Result<Answer<Contact>> {
     Ok(ok(state
         .contacts
         .update(who.user_id, id, body.into())
         .await?))
 }
 
+/// Delete a contact.
+#[utoipa::path(delete, path = "/contacts/{id}", tag = "crm", security(("bearer" = [])),
+    params(("id" = Uuid, Path, description = "The contact's id")),
+    responses((status = 200, description = "Deleted", body = Envelope<Deleted>), OneErrors))]
 async fn remove(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
     PathId(id): PathId,
-) -> Result<impl IntoResponse> {
+) -> Result<Answer<Deleted>> {
     state.contacts.delete(who.user_id, id).await?;
-    Ok(ok(json!({ "id": id })))
+    Ok(ok(Deleted { id }))
 }

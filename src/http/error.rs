@@ -52,6 +52,17 @@ impl Error {
     }
 }
 
+impl Error {
+    /// The envelope of this error, as answered (and as the API document shows it).
+    pub fn body(&self, code: &str) -> Value {
+        let mut error = json!({ "code": code, "message": self.to_string() });
+        if let Some(details) = self.details() {
+            error["details"] = details;
+        }
+        json!({ "success": false, "error": error })
+    }
+}
+
 impl IntoResponse for Error {
     fn into_response(self) -> Response {
         let (status, code) = self.status_and_code();
@@ -61,15 +72,7 @@ impl IntoResponse for Error {
             Error::Unavailable(cause) => tracing::warn!(error = %cause, "database unavailable"),
             _ => {}
         }
-        let mut error = json!({ "code": code, "message": self.to_string() });
-        if let Some(details) = self.details() {
-            error["details"] = details;
-        }
-        let mut response = (
-            status,
-            axum::Json(json!({ "success": false, "error": error })),
-        )
-            .into_response();
+        let mut response = (status, axum::Json(self.body(code))).into_response();
         let headers = response.headers_mut();
         // RFC 6750 §3: a bearer challenge, with error="invalid_token" where a token was presented.
         let challenge = match self {

@@ -1,42 +1,84 @@
-//! Calls about the service itself: liveness, readiness and the public keys.
+//! Calls about the service itself: liveness, readiness, the public keys and the API document.
 
-use axum::Router;
+use std::sync::OnceLock;
+
 use axum::extract::State;
 use axum::http::header;
 use axum::response::IntoResponse;
-use axum::routing::get;
-use serde_json::json;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
-use super::{AppState, ok};
+use super::docs::error_responses;
+use super::{Answer, AppState, Envelope, ok};
+use crate::auth::tokens::Jwks;
 use crate::error::Error;
 
-pub fn router() -> Router<AppState> {
-    Router::new()
-        .route("/healthz", get(healthz))
-        .route("/readyz", get(readyz))
-        .route("/.well-known/jwks.json", get(jwks))
+pub const OPENAPI_PATH: &str = "/api/v1/openapi.json";
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(healthz))
+        .routes(routes!(readyz))
+        .routes(routes!(jwks))
+        .routes(routes!(openapi))
 }
 
-async fn healthz() -> impl IntoResponse {
-    ok(json!({ "status": "ok" }))
+#[derive(Serialize, ToSchema)]
+struct Status {
+    #[schema(example = "ok")]
+    status: &'static str,
 }
 
-/// Ready when the database answers.
-async fn readyz(State(state): State<AppState>) -> Result<impl IntoResponse, Error> {
+/// Liveness: the process answers.
+#[utoipa::path(get, path = "/healthz", tag = "service",
+    responses((status = 200, description = "Alive", body = Envelope<Status>)))]
+async fn healthz() -> Answer<Status> {
+    ok(Status { status: "ok" })
+}
+
+error_responses!(ReadyErrors: [Error::Unavailable(anyhow::anyhow!("example"))]);
+
+/// Readiness: the database answers.
+#[utoipa::path(get, path = "/readyz", tag = "service",
+    responses((status = 200, description = "Ready", body = Envelope<Status>), ReadyErrors))]
+async fn readyz(State(state): State<AppState>) -> Result<Answer<Status>, Error> {
     state
         .store
         .ping()
         .await
         .map_err(|e| Error::Unavailable(e.into()))?;
-    Ok(ok(json!({ "status": "ok" })))
+    Ok(ok(Status { status: "ok" }))
 }
 
-/// The JWK Set, bare (not enveloped) as RFC 7517 has it. Clients cache it for a minute; a token
-/// with an unknown kid is their cue to fetch it again.
+/// The public keys that verify access tokens (a bare RFC 7517 JWK Set, not enveloped).
+///
+/// Cache it for a minute; a token whose `kid` is not in the cached set is the cue to fetch it again.
+#[utoipa::path(get, path = "/.well-known/jwks.json", tag = "service",
+    responses((status = 200, description = "The JWK Set", body = Jwks)))]
 async fn jwks(State(state): State<AppState>) -> impl IntoResponse {
     let keys = state.auth.tokens().keyring().jwks();
     (
         [(header::CACHE_CONTROL, "public, max-age=60")],
         axum::Json(keys),
+    )
+}
+
+/// This document: OpenAPI 3.1, bare (not enveloped). Rendered for humans at `/docs`.
+#[utoipa::path(get, path = "/api/v1/openapi.json", tag = "service",
+    responses((status = 200, description = "The OpenAPI document", content_type = "application/json",
+        body = Object)))]
+async fn openapi() -> impl IntoResponse {
+    // Built once: it is the same for the life of the process.
+    static DOCUMENT: OnceLock<String> = OnceLock::new();
+    let document = DOCUMENT.get_or_init(|| {
+        super::openapi()
+            .to_pretty_json()
+            .unwrap_or_else(|e| format!(r#"{{"error": "{e}"}}"#))
+    });
+    (
+        [(header::CONTENT_TYPE, "application/json")],
+        document.as_str(),
     )
 }

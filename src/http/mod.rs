@@ -11,6 +11,9 @@ use serde::Serialize;
 use tower_http::catch_panic::CatchPanicLayer;
 use tower_http::sensitive_headers::SetSensitiveRequestHeadersLayer;
 use tower_http::trace::TraceLayer;
+use utoipa::OpenApi as _;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_swagger_ui::SwaggerUi;
 
 use crate::auth::service::AuthService;
 use crate::crm::Contacts;
@@ -19,6 +22,7 @@ use crate::store::Store;
 
 mod auth;
 mod crm;
+pub mod docs;
 pub mod error;
 pub mod extract;
 mod meta;
@@ -50,27 +54,49 @@ impl std::ops::Deref for AppState {
     }
 }
 
-/// `{"success": true, "data": …}`
-#[derive(Serialize)]
+/// `{"success": true, "data": …}`: every success but the JWK Set and the API document.
+#[derive(Serialize, utoipa::ToSchema)]
 pub struct Envelope<T> {
+    /// Always `true`.
+    #[schema(example = true)]
     success: bool,
     data: T,
 }
 
-pub fn ok<T: Serialize>(data: T) -> axum::Json<Envelope<T>> {
+/// A successful answer carrying `T`.
+pub type Answer<T> = axum::Json<Envelope<T>>;
+
+pub fn ok<T: Serialize>(data: T) -> Answer<T> {
     axum::Json(Envelope {
         success: true,
         data,
     })
 }
 
-pub fn router(state: AppState) -> Router {
-    let api = Router::new()
-        .nest("/auth", auth::router())
-        .nest("/crm", crm::router());
-    Router::new()
-        .nest("/api/v1", api)
+/// Every call, each with its documentation: the routes and the API document come from one list,
+/// so neither can have what the other lacks.
+fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
+    OpenApiRouter::with_openapi(docs::ApiDoc::openapi())
+        .nest("/api/v1/auth", auth::router())
+        .nest("/api/v1/crm", crm::router())
         .merge(meta::router())
+        .split_for_parts()
+}
+
+/// The OpenAPI 3.1 document of every call.
+pub fn openapi() -> utoipa::openapi::OpenApi {
+    api().1
+}
+
+pub fn router(state: AppState) -> Router {
+    let (api, _) = api();
+    // The page and its scripts are served from the binary: the docs work without internet access.
+    let docs_page = SwaggerUi::new("/docs").config(
+        utoipa_swagger_ui::Config::new([meta::OPENAPI_PATH])
+            .try_it_out_enabled(true)
+            .persist_authorization(false),
+    );
+    api.merge(docs_page)
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))

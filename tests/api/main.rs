@@ -5,6 +5,7 @@ mod helpers;
 
 mod cli;
 mod contacts;
+mod docs;
 mod errors;
 mod instances;
 mod login;

@@ -1,0 +1,173 @@
+//! The OpenAPI 3.1 document, generated from the handlers' `#[utoipa::path]` annotations and the
+//! types they take and answer with, and the human docs page that renders it offline.
+//!
+//! Error answers are documented from the `Error` values themselves: each operation names the errors
+//! it can give (`error_responses!`), and their status, code, message and details in the document are
+//! what `Error::body` answers, so the document cannot drift from the service.
+
+use std::collections::BTreeMap;
+
+use axum::http::StatusCode;
+use serde::Serialize;
+use utoipa::openapi::example::ExampleBuilder;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
+use utoipa::{Modify, OpenApi, ToSchema};
+
+use crate::error::{Error, FieldErrors};
+
+/// The name of the bearer security scheme in the document.
+pub const BEARER: &str = "bearer";
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Gatehouse",
+        description = "Authentication for business APIs: password login with optional TOTP second \
+            factor, rotating refresh tokens, sessions that really end, and a CRM contacts API behind \
+            the access token.\n\nEvery answer is JSON. A success is `{\"success\": true, \"data\": …}` \
+            (except the JWK Set and this document, which are bare); every failure is the error \
+            envelope `{\"success\": false, \"error\": {\"code\", \"message\", \"details\"?}}` with a \
+            stable `code`. Bearer calls take `Authorization: Bearer <accessToken>`.",
+        license(name = "MIT OR Apache-2.0"),
+    ),
+    tags(
+        (name = "auth", description = "Login, second factor, tokens, sessions and the caller's account"),
+        (name = "crm", description = "The caller's contacts"),
+        (name = "service", description = "Health, readiness, public keys and this document"),
+    ),
+    components(schemas(ErrorEnvelope, ErrorBody)),
+    modifiers(&BearerScheme),
+)]
+pub struct ApiDoc;
+
+struct BearerScheme;
+
+impl Modify for BearerScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            BEARER,
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "The `accessToken` of a token set: an Ed25519 JWT (`typ: at+jwt`), valid \
+                         24 h unless its session ends first.",
+                    ))
+                    .build(),
+            ),
+        );
+    }
+}
+
+/// `{"success": false, "error": {...}}`: every failure.
+#[derive(Serialize, ToSchema)]
+pub struct ErrorEnvelope {
+    /// Always `false`.
+    #[schema(example = false)]
+    pub success: bool,
+    pub error: ErrorBody,
+}
+
+#[derive(Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// Stable machine-readable code, e.g. `VALIDATION_ERROR`.
+    #[schema(example = "VALIDATION_ERROR")]
+    pub code: String,
+    /// A sentence for humans; may change between versions.
+    pub message: String,
+    /// Depends on the code: `fields` (field → reason) for `VALIDATION_ERROR`, `attemptsRemaining`
+    /// for `INVALID_2FA_CODE` at login, `retryAfter` (seconds) for `RATE_LIMITED`.
+    #[schema(value_type = Option<Object>)]
+    pub details: Option<serde_json::Value>,
+}
+
+/// The errors every call with a JSON body can give.
+pub fn body_errors() -> Vec<Error> {
+    vec![
+        Error::Validation(FieldErrors::from([(
+            "email".to_owned(),
+            "is not a valid e-mail address".to_owned(),
+        )])),
+        Error::PayloadTooLarge {
+            limit: super::BODY_LIMIT,
+        },
+        Error::UnsupportedMediaType,
+    ]
+}
+
+/// The errors every bearer call can give.
+pub fn bearer_errors() -> Vec<Error> {
+    vec![
+        Error::Unauthenticated,
+        Error::TokenExpired,
+        Error::TokenInvalid,
+    ]
+}
+
+/// The errors any call that reaches the database can give.
+pub fn server_errors() -> Vec<Error> {
+    vec![
+        Error::Unavailable(anyhow::anyhow!("example")),
+        Error::Internal(anyhow::anyhow!("example")),
+    ]
+}
+
+/// The responses of `errors`, grouped by status, each code an example of its status.
+pub fn responses_for(errors: Vec<Error>) -> BTreeMap<String, RefOr<Response>> {
+    let mut by_status: BTreeMap<u16, Vec<(&'static str, Error)>> = BTreeMap::new();
+    for error in errors {
+        let (status, code) = error.status_and_code();
+        let same = by_status.entry(status.as_u16()).or_default();
+        if !same.iter().any(|(c, _)| *c == code) {
+            same.push((code, error));
+        }
+    }
+    by_status
+        .into_iter()
+        .map(|(status, errors)| {
+            let codes: Vec<String> = errors
+                .iter()
+                .map(|(code, error)| format!("`{code}`: {error}"))
+                .collect();
+            let reason = StatusCode::from_u16(status)
+                .ok()
+                .and_then(|s| s.canonical_reason())
+                .unwrap_or("Error");
+            let content = ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorEnvelope")))
+                .examples_from_iter(errors.iter().map(|(code, error)| {
+                    (
+                        *code,
+                        ExampleBuilder::new().value(Some(error.body(code))).build(),
+                    )
+                }))
+                .build();
+            let response = ResponseBuilder::new()
+                .description(format!("{reason}. {}", codes.join("; ")))
+                .content("application/json", content)
+                .build();
+            (status.to_string(), RefOr::T(response))
+        })
+        .collect()
+}
+
+/// Declares a type listing the error answers of one operation, for its `responses(...)`.
+macro_rules! error_responses {
+    ($name:ident: $($errors:expr),+ $(,)?) => {
+        pub struct $name;
+
+        impl utoipa::IntoResponses for $name {
+            fn responses(
+            ) -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>>
+            {
+                let mut errors: Vec<$crate::error::Error> = Vec::new();
+                $(errors.extend($errors);)+
+                $crate::http::docs::responses_for(errors)
+            }
+        }
+    };
+}
+pub(crate) use error_responses;

@@ -1,0 +1,264 @@
+//! The API document and the docs page: every call of the contract is documented, the router has
+//! no call the document lacks and the other way round, and the page works without the internet.
+
+use std::collections::BTreeSet;
+
+use reqwest::Method;
+use serde_json::Value;
+
+use crate::helpers::{Backend, both_backends, spawn_app};
+
+both_backends!(
+    the_document_covers_every_call_of_the_contract,
+    routes_and_document_agree,
+    the_docs_page_is_served_whole_from_the_binary,
+);
+
+/// API.md §3, call by call: (method, path, bearer).
+const CONTRACT: &[(&str, &str, bool)] = &[
+    ("post", "/api/v1/auth/login", false),
+    ("post", "/api/v1/auth/2fa/verify", false),
+    ("post", "/api/v1/auth/refresh", false),
+    ("post", "/api/v1/auth/register", false),
+    ("post", "/api/v1/auth/logout", true),
+    ("get", "/api/v1/auth/me", true),
+    ("get", "/api/v1/auth/sessions", true),
+    ("delete", "/api/v1/auth/sessions/{id}", true),
+    ("post", "/api/v1/auth/password", true),
+    ("post", "/api/v1/auth/2fa/setup", true),
+    ("post", "/api/v1/auth/2fa/enable", true),
+    ("post", "/api/v1/auth/2fa/disable", true),
+    ("post", "/api/v1/auth/2fa/recovery-codes", true),
+    ("get", "/api/v1/crm/contacts", true),
+    ("post", "/api/v1/crm/contacts", true),
+    ("get", "/api/v1/crm/contacts/{id}", true),
+    ("patch", "/api/v1/crm/contacts/{id}", true),
+    ("delete", "/api/v1/crm/contacts/{id}", true),
+    ("get", "/.well-known/jwks.json", false),
+    ("get", "/api/v1/openapi.json", false),
+    ("get", "/healthz", false),
+    ("get", "/readyz", false),
+];
+
+const METHODS: &[&str] = &[
+    "get", "put", "post", "delete", "options", "head", "patch", "trace",
+];
+
+async fn document(app: &crate::helpers::TestApp) -> Value {
+    let response = app
+        .client
+        .get(app.url("/api/v1/openapi.json"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    assert!(
+        response.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    response.json().await.unwrap()
+}
+
+/// Every (method, path) the document describes.
+fn operations(doc: &Value) -> BTreeSet<(String, String)> {
+    let mut found = BTreeSet::new();
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for method in METHODS {
+            if item.get(*method).is_some() {
+                found.insert((method.to_string(), path.clone()));
+            }
+        }
+    }
+    found
+}
+
+async fn the_document_covers_every_call_of_the_contract(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let doc = document(&app).await;
+    assert_eq!(doc["openapi"], "3.1.0");
+    assert!(
+        doc.get("success").is_none(),
+        "the document is not enveloped"
+    );
+
+    let contract: BTreeSet<(String, String)> = CONTRACT
+        .iter()
+        .map(|(m, p, _)| (m.to_string(), p.to_string()))
+        .collect();
+    assert_eq!(operations(&doc), contract);
+
+    let scheme = &doc["components"]["securitySchemes"]["bearer"];
+    assert_eq!(scheme["type"], "http");
+    assert_eq!(scheme["scheme"], "bearer");
+    assert!(doc["components"]["schemas"]["ErrorEnvelope"].is_object());
+
+    for (method, path, bearer) in CONTRACT {
+        let op = &doc["paths"][path][method];
+        let at = format!("{method} {path}");
+        assert!(
+            op["summary"].as_str().is_some_and(|s| !s.is_empty()),
+            "{at} has a summary"
+        );
+        let responses = op["responses"].as_object().unwrap();
+        let success = responses
+            .iter()
+            .find(|(status, _)| status.starts_with('2'))
+            .unwrap_or_else(|| panic!("{at} documents its success"));
+        assert!(
+            success.1["content"]["application/json"]["schema"].is_object(),
+            "{at}: the success has a schema"
+        );
+        let secured = op["security"]
+            .as_array()
+            .is_some_and(|s| s.iter().any(|r| r.get("bearer").is_some()));
+        assert_eq!(secured, *bearer, "{at}: bearer security");
+        if *bearer {
+            let examples = responses["401"]["content"]["application/json"]["examples"]
+                .as_object()
+                .unwrap_or_else(|| panic!("{at} documents its 401s"));
+            for code in ["UNAUTHENTICATED", "TOKEN_EXPIRED", "TOKEN_INVALID"] {
+                assert!(examples.contains_key(code), "{at}: 401 {code}");
+            }
+        }
+        if op.get("requestBody").is_some() {
+            assert!(
+                op["requestBody"]["content"]["application/json"]["schema"].is_object(),
+                "{at}: the request has a schema"
+            );
+            for status in ["400", "413", "415"] {
+                assert!(responses.contains_key(status), "{at}: {status}");
+            }
+        }
+        // Every error answer is the envelope, with an example per code.
+        for (status, response) in responses {
+            if status.starts_with('4') || status.starts_with('5') {
+                let content = &response["content"]["application/json"];
+                assert_eq!(
+                    content["schema"]["$ref"], "#/components/schemas/ErrorEnvelope",
+                    "{at} {status}"
+                );
+                for (code, example) in content["examples"].as_object().unwrap() {
+                    assert_eq!(example["value"]["success"], false, "{at} {status}");
+                    assert_eq!(example["value"]["error"]["code"], code.as_str());
+                }
+            }
+        }
+    }
+
+    // Named examples where a client developer needs them.
+    let login = &doc["components"]["schemas"]["LoginRequest"]["properties"];
+    assert!(login["email"]["example"].is_string());
+    let verify = &doc["paths"]["/api/v1/auth/2fa/verify"]["post"]["responses"]["401"];
+    let example = &verify["content"]["application/json"]["examples"]["INVALID_2FA_CODE"];
+    assert_eq!(example["value"]["error"]["details"]["attemptsRemaining"], 4);
+}
+
+/// For each documented path, a method no call uses (PUT) is answered 405 by the router, whose
+/// `Allow` lists exactly the documented methods: so every documented call is routed, and no path
+/// has a routed method the document lacks.
+async fn routes_and_document_agree(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let doc = document(&app).await;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        let url = app.url(&path.replace("{id}", &uuid::Uuid::now_v7().to_string()));
+        let answer = app.send(app.client.request(Method::PUT, url)).await;
+        answer.error(405, "METHOD_NOT_ALLOWED");
+        let mut allowed: BTreeSet<String> = answer
+            .header("allow")
+            .unwrap()
+            .split(',')
+            .map(|m| m.trim().to_ascii_lowercase())
+            .collect();
+        // axum answers HEAD wherever it answers GET.
+        if allowed.contains("get") {
+            allowed.remove("head");
+        }
+        let documented: BTreeSet<String> = METHODS
+            .iter()
+            .filter(|m| item.get(**m).is_some())
+            .map(|m| m.to_string())
+            .collect();
+        assert_eq!(allowed, documented, "{path}");
+    }
+
+    // A path the document lacks cannot be routed either: the router is built only from the
+    // documented handlers (`OpenApiRouter::routes`), and nothing in `src/http` adds a route any
+    // other way but the docs page.
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let source = std::fs::read_to_string(&path).unwrap();
+        // `OpenApiRouter::new()` is the documented kind; a bare `Router::new()` is not.
+        let source = source.replace("OpenApiRouter::new()", "");
+        for needle in [
+            ".route(",
+            ".route_service(",
+            ".nest_service(",
+            "Router::new()",
+        ] {
+            assert!(
+                !source.contains(needle),
+                "{} adds a route the API document does not see ({needle}): use OpenApiRouter::routes",
+                path.display()
+            );
+        }
+    }
+}
+
+async fn the_docs_page_is_served_whole_from_the_binary(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let page = app.client.get(app.url("/docs/")).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    assert!(
+        page.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html")
+    );
+    let html = page.text().await.unwrap();
+    assert!(html.contains("swagger-ui"), "{html}");
+
+    // Every script and stylesheet is a local file the service serves: no CDN.
+    let mut assets = Vec::new();
+    for attribute in ["src=\"", "href=\""] {
+        for piece in html.split(attribute).skip(1) {
+            let target = piece.split('"').next().unwrap();
+            assert!(
+                !target.contains("://") && !target.starts_with("//"),
+                "{target} is not served by Gatehouse"
+            );
+            assets.push(target.trim_start_matches("./").to_owned());
+        }
+    }
+    assert!(assets.iter().any(|a| a.ends_with(".js")));
+    for asset in &assets {
+        let response = app
+            .client
+            .get(app.url(&format!("/docs/{asset}")))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), 200, "/docs/{asset}");
+        let body = response.text().await.unwrap_or_default();
+        assert!(
+            !body.contains("https://unpkg.com") && !body.contains("cdn.jsdelivr"),
+            "{asset} loads from a CDN"
+        );
+    }
+    // The page renders this service's document.
+    let initializer = app
+        .client
+        .get(app.url("/docs/swagger-initializer.js"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        initializer.contains("/api/v1/openapi.json"),
+        "{initializer}"
+    );
+}
