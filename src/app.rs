@@ -18,6 +18,7 @@ use crate::auth::tokens::{Keyring, LEEWAY_SECONDS, Tokens};
 use crate::config::{MasterKey, Settings};
 use crate::crm::Contacts;
 use crate::http::{self, AppState, Inner};
+use crate::server;
 use crate::store::Store;
 
 /// How often each instance re-reads the signing keys, so a rotation done elsewhere (the CLI,
@@ -69,6 +70,7 @@ impl Services {
             secrets.clone(),
             live.clone(),
             AuthSettings {
+                rate_limit: settings.rate_limit,
                 refresh_ttl: settings.refresh_token_ttl,
                 temp_ttl: settings.temp_token_ttl,
                 reuse_grace: settings.refresh_reuse_grace,
@@ -166,6 +168,7 @@ pub struct Application {
     state: AppState,
     keyring: Arc<Keyring>,
     live: Arc<LiveSessions>,
+    limits: server::Limits,
 }
 
 impl Application {
@@ -180,12 +183,18 @@ impl Application {
             store: services.store,
             trusted_proxies: settings.trusted_proxies.clone(),
             registration_open: settings.registration_open,
+            body_timeout: settings.body_timeout,
         });
         Ok(Application {
             listener,
             state,
             keyring: services.keyring,
             live: services.live,
+            limits: server::Limits {
+                header_timeout: settings.header_timeout,
+                max_connections: settings.max_connections,
+                shutdown_timeout: settings.shutdown_timeout,
+            },
         })
     }
 
@@ -200,18 +209,12 @@ impl Application {
     }
 
     /// Serves until `shutdown` completes, then finishes the requests in flight.
-    pub async fn run_until(
-        self,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> anyhow::Result<()> {
+    pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
         let background = self.spawn_background();
         let addr = self.local_addr();
         tracing::info!("listening on http://{addr}");
-        let app =
-            http::router(self.state.clone()).into_make_service_with_connect_info::<SocketAddr>();
-        let served = axum::serve(self.listener, app)
-            .with_graceful_shutdown(shutdown)
-            .await;
+        let router = http::router(self.state.clone());
+        server::serve(self.listener, router, self.limits, shutdown).await;
         for task in background {
             task.abort();
         }
@@ -220,7 +223,7 @@ impl Application {
             tracing::warn!(error = %error, "cannot record the sessions' last use");
         }
         self.state.store.close().await;
-        served.context("the server failed")
+        Ok(())
     }
 }
 

@@ -103,6 +103,38 @@ pub struct SettingsArgs {
     /// `aud` of access tokens [default: gatehouse-api]
     #[arg(long, env = "GATEHOUSE_AUDIENCE", global = true)]
     pub audience: Option<String>,
+    /// A client must send a request's headers within this [default: 10s]
+    #[arg(
+        long,
+        env = "GATEHOUSE_HEADER_TIMEOUT",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub header_timeout: Option<String>,
+    /// A client must send a request's whole body within this [default: 10s]
+    #[arg(
+        long,
+        env = "GATEHOUSE_BODY_TIMEOUT",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub body_timeout: Option<String>,
+    /// Open client connections at most; more wait to be accepted [default: 1024]
+    #[arg(
+        long,
+        env = "GATEHOUSE_MAX_CONNECTIONS",
+        global = true,
+        value_name = "N"
+    )]
+    pub max_connections: Option<String>,
+    /// On SIGTERM/SIGINT, how long requests in flight may take to finish [default: 30s]
+    #[arg(
+        long,
+        env = "GATEHOUSE_SHUTDOWN_TIMEOUT",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub shutdown_timeout: Option<String>,
     /// Address of a separate listener for Prometheus /metrics [default: off]
     #[arg(
         long,
@@ -189,6 +221,10 @@ pub struct Settings {
     pub trusted_proxies: Vec<IpNet>,
     pub issuer: String,
     pub audience: String,
+    pub header_timeout: Duration,
+    pub body_timeout: Duration,
+    pub max_connections: usize,
+    pub shutdown_timeout: Duration,
     pub metrics_listen: Option<SocketAddr>,
     pub log: String,
     pub log_format: LogFormat,
@@ -278,6 +314,10 @@ const FILE_KEYS: &[&str] = &[
     "trusted_proxies",
     "issuer",
     "audience",
+    "header_timeout",
+    "body_timeout",
+    "max_connections",
+    "shutdown_timeout",
     "metrics_listen",
     "log",
     "log_format",
@@ -367,6 +407,17 @@ impl Settings {
         if audience.trim().is_empty() {
             return Err(s.invalid(&audience, "must not be empty"));
         }
+        let (s, v) = get("header_timeout", &args.header_timeout, "10s");
+        let header_timeout = parse_duration(&s, &v)?;
+        let (s, v) = get("body_timeout", &args.body_timeout, "10s");
+        let body_timeout = parse_duration(&s, &v)?;
+        let (s, v) = get("max_connections", &args.max_connections, "1024");
+        let max_connections = match v.trim().parse::<usize>() {
+            Ok(n) if (1..=1_000_000).contains(&n) => n,
+            _ => return Err(s.invalid(&v, "must be a whole number from 1 to 1000000")),
+        };
+        let (s, v) = get("shutdown_timeout", &args.shutdown_timeout, "30s");
+        let shutdown_timeout = parse_duration(&s, &v)?;
         let metrics_listen = match pick("metrics_listen", &args.metrics_listen) {
             Some(v) if !v.is_empty() && v != "off" => Some(parse_addr(
                 &Setting {
@@ -400,6 +451,10 @@ impl Settings {
             trusted_proxies,
             issuer,
             audience,
+            header_timeout,
+            body_timeout,
+            max_connections,
+            shutdown_timeout,
             metrics_listen,
             log,
             log_format,

@@ -54,10 +54,16 @@ pub enum Error {
     PayloadTooLarge { limit: usize },
     #[error("the request body must be JSON: send Content-Type: application/json")]
     UnsupportedMediaType,
+    /// The client did not send the whole body within the body deadline.
+    #[error("the request body took too long to arrive")]
+    BodyTimeout,
     #[error("too many attempts: try again in {retry_after} seconds")]
     RateLimited { retry_after: u64 },
     #[error("the database cannot be reached")]
     Unavailable(#[source] anyhow::Error),
+    /// More password checks are waiting than the server will queue (a login flood).
+    #[error("the server is too busy: try again in {retry_after} seconds")]
+    Overloaded { retry_after: u64 },
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }

@@ -12,5 +12,6 @@ pub mod crm;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod server;
 pub mod store;
 pub mod telemetry;

@@ -4,5 +4,6 @@ pub mod crypto;
 pub mod live;
 pub mod password;
 pub mod service;
+pub mod throttle;
 pub mod tokens;
 pub mod totp;

@@ -66,12 +66,19 @@ pub enum Verdict {
     Mismatch,
 }
 
+/// Hashes that may wait for a core, per core. Beyond that a login flood is shed at once (503 with
+/// `Retry-After`) instead of queueing without bound: at ~20 ms a hash, a full queue is ~0.3 s of
+/// work, and a client waiting longer would rather retry.
+const QUEUE_PER_CORE: usize = 16;
+
 /// Runs hashes on the blocking pool, never more at once than there are cores: each hash holds
-/// 19 MiB and a core for ~35 ms, and unbounded `spawn_blocking` would let a login flood hold
-/// hundreds of them. Callers beyond that wait their turn without holding a thread.
+/// 19 MiB and a core for ~20 ms, and unbounded `spawn_blocking` would let a login flood hold
+/// hundreds of them. Callers beyond that wait their turn without holding a thread, up to a bound.
 #[derive(Clone)]
 pub struct PasswordHasher {
     permits: Arc<Semaphore>,
+    /// Hashes running or waiting; bounded by `capacity`.
+    admitted: Arc<Semaphore>,
 }
 
 impl Default for PasswordHasher {
@@ -87,10 +94,15 @@ impl PasswordHasher {
             .unwrap_or(2);
         PasswordHasher {
             permits: Arc::new(Semaphore::new(cores)),
+            admitted: Arc::new(Semaphore::new(cores * (1 + QUEUE_PER_CORE))),
         }
     }
 
     async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+        let _admitted = self
+            .admitted
+            .try_acquire()
+            .map_err(|_| Error::Overloaded { retry_after: 1 })?;
         let _permit = self.permits.acquire().await.map_err(Error::internal)?;
         let span = tracing::Span::current();
         tokio::task::spawn_blocking(move || span.in_scope(work))

@@ -12,6 +12,7 @@ use uuid::Uuid;
 use super::crypto::{Secrets, random_token, sha256};
 use super::live::LiveSessions;
 use super::password::{PasswordHasher, Verdict, check_policy};
+use super::throttle::Throttle;
 use super::tokens::{RefreshClaims, Tokens};
 use super::totp;
 use crate::domain::{Email, FullName};
@@ -146,6 +147,8 @@ pub enum LogoutScope {
 }
 
 pub struct AuthSettings {
+    /// Throttling of login and 2FA attempts (API.md: `GATEHOUSE_RATE_LIMIT`).
+    pub rate_limit: bool,
     pub refresh_ttl: Duration,
     pub temp_ttl: Duration,
     pub reuse_grace: Duration,
@@ -157,6 +160,7 @@ pub struct AuthService {
     tokens: Tokens,
     secrets: Arc<Secrets>,
     live: Arc<LiveSessions>,
+    throttle: Throttle,
     refresh_ttl_ms: i64,
     temp_ttl_ms: i64,
     grace_ms: i64,
@@ -174,6 +178,7 @@ impl AuthService {
         settings: AuthSettings,
     ) -> Self {
         AuthService {
+            throttle: Throttle::new(store.clone(), settings.rate_limit),
             store,
             hasher: PasswordHasher::new(),
             tokens,
@@ -197,14 +202,26 @@ impl AuthService {
         password: SecretString,
         client: &ClientInfo,
     ) -> Result<LoginOutcome> {
-        let user = self.store.user_by_email(&email.normalized()).await?;
+        self.throttle.attempt_from(client.ip)?;
+        let normalized = email.normalized();
+        // Unknown e-mails are throttled like known ones: a 429 must not tell them apart.
+        let slot = self.throttle.take_account_slot(&normalized).await?;
+        let user = self.store.user_by_email(&normalized).await?;
         let stored = user.as_ref().map(|u| u.password_hash.clone());
         let candidate = SecretString::from(password.expose_secret());
-        let verdict = self.hasher.verify(password, stored).await?;
+        let verdict = match self.hasher.verify(password, stored).await {
+            Ok(verdict) => verdict,
+            // Shed before any check: not a failure of the account.
+            Err(error) => {
+                self.throttle.give_back(slot).await?;
+                return Err(error);
+            }
+        };
         let (user, needs_rehash) = match (user, verdict) {
             (Some(user), Verdict::Match { needs_rehash }) => (user, needs_rehash),
             _ => return Err(Error::InvalidCredentials),
         };
+        self.throttle.give_back(slot).await?;
         if user.disabled {
             return Err(Error::AccountDisabled);
         }
@@ -249,6 +266,7 @@ impl AuthService {
         code: &str,
         client: &ClientInfo,
     ) -> Result<TokenSet> {
+        self.throttle.attempt_from(client.ip)?;
         let hash = sha256(temp_token.as_bytes());
         let now = now_ms();
         let (user_id, attempts) = self
@@ -266,12 +284,19 @@ impl AuthService {
         }
         // 2FA may have been reset by an administrator since the challenge was made.
         let sealed = user.totp_secret.as_deref().ok_or(Error::TempTokenInvalid)?;
+        // Challenges are cheap to get with the password: the account's allowance bounds how many
+        // codes can be tried across all of them.
+        let slot = self
+            .throttle
+            .take_account_slot(&user.email_normalized)
+            .await?;
         if !self.check_second_factor(&user, sealed, code).await? {
             let remaining = (MAX_CHALLENGE_ATTEMPTS - attempts).max(0) as u32;
             return Err(Error::Invalid2faCode {
                 attempts_remaining: remaining,
             });
         }
+        self.throttle.give_back(slot).await?;
         if !self.store.complete_challenge(&hash, now).await? {
             return Err(Error::TempTokenInvalid);
         }
@@ -530,14 +555,33 @@ impl AuthService {
             .await
     }
 
+    /// A bearer call's re-check of the password, within the account's allowance of failures (a
+    /// stolen access token must not make a password oracle).
     async fn recheck_password(&self, user: &UserRow, password: SecretString) -> Result<()> {
+        let slot = self
+            .throttle
+            .take_account_slot(&user.email_normalized)
+            .await?;
         match self
             .hasher
             .verify(password, Some(user.password_hash.clone()))
             .await?
         {
-            Verdict::Match { .. } => Ok(()),
+            Verdict::Match { .. } => self.throttle.give_back(slot).await,
             _ => Err(Error::PasswordRecheckFailed),
+        }
+    }
+
+    /// A bearer call's re-check of a TOTP or recovery code, within the account's allowance.
+    async fn recheck_code(&self, user: &UserRow, sealed_secret: &[u8], code: &str) -> Result<()> {
+        let slot = self
+            .throttle
+            .take_account_slot(&user.email_normalized)
+            .await?;
+        if self.check_second_factor(user, sealed_secret, code).await? {
+            self.throttle.give_back(slot).await
+        } else {
+            Err(Error::CodeRecheckFailed)
         }
     }
 
@@ -555,9 +599,7 @@ impl AuthService {
             .ok_or(Error::TwoFactorNotEnabled)?;
         // The password first: a wrong one must not use up the recovery code sent with it.
         self.recheck_password(&user, password).await?;
-        if !self.check_second_factor(&user, sealed, code).await? {
-            return Err(Error::CodeRecheckFailed);
-        }
+        self.recheck_code(&user, sealed, code).await?;
         self.store.disable_totp(user.id).await?;
         Ok(())
     }
@@ -570,9 +612,7 @@ impl AuthService {
             .totp_secret
             .as_deref()
             .ok_or(Error::TwoFactorNotEnabled)?;
-        if !self.check_second_factor(&user, sealed, code).await? {
-            return Err(Error::CodeRecheckFailed);
-        }
+        self.recheck_code(&user, sealed, code).await?;
         let (codes, hashes) = self.recovery_codes(&user);
         if !self.store.replace_recovery_codes(user.id, &hashes).await? {
             return Err(Error::TwoFactorNotEnabled);
@@ -665,14 +705,16 @@ impl AuthService {
     /// ago than any access token lives, refresh-token records consumed before the grace window
     /// (reuse of such a token is still detected: see `already_rotated`), expired challenges.
     pub async fn housekeep(&self, now: i64) -> Result<Purged> {
-        Ok(self
+        let mut purged = self
             .store
             .purge(
                 now,
                 now - self.live.horizon_ms(),
                 now - self.grace_ms - CONSUMED_RECORD_MARGIN_MS,
             )
-            .await?)
+            .await?;
+        purged.throttles = self.throttle.housekeep(now).await?;
+        Ok(purged)
     }
 
     /// Creates an account (CLI `user add`, and registration when open).

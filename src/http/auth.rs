@@ -9,7 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use super::docs::{bearer_errors, body_errors, error_responses, server_errors};
+use super::docs::{bearer_errors, body_errors, error_responses, server_errors, throttle_errors};
 use super::extract::{AppJson, AuthUser, Client, MaybeJson, PathId};
 use super::{Answer, AppState, Envelope, ok};
 use crate::auth::service::{
@@ -68,7 +68,9 @@ struct Challenge {
 error_responses!(LoginErrors:
     body_errors(),
     [Error::InvalidCredentials, Error::AccountDisabled],
+    throttle_errors(),
     server_errors(),
+    [Error::Overloaded { retry_after: 1 }],
 );
 
 /// Log in with e-mail and password.
@@ -130,6 +132,7 @@ error_responses!(VerifyErrors:
         Error::TempTokenInvalid,
         Error::AccountDisabled,
     ],
+    throttle_errors(),
     server_errors(),
 );
 
@@ -349,7 +352,9 @@ error_responses!(PasswordErrors:
     body_errors(),
     [Error::WeakPassword("this password is too common".into()), Error::PasswordRecheckFailed],
     bearer_errors(),
+    throttle_errors(),
     server_errors(),
+    [Error::Overloaded { retry_after: 1 }],
 );
 
 /// Change the caller's password; every other session ends.
@@ -447,7 +452,9 @@ error_responses!(DisableErrors:
     body_errors(),
     [Error::PasswordRecheckFailed, Error::CodeRecheckFailed, Error::TwoFactorNotEnabled],
     bearer_errors(),
+    throttle_errors(),
     server_errors(),
+    [Error::Overloaded { retry_after: 1 }],
 );
 
 /// Turn two-factor authentication off (password and a code required).
@@ -474,6 +481,7 @@ error_responses!(RecoveryErrors:
     body_errors(),
     [Error::CodeRecheckFailed, Error::TwoFactorNotEnabled],
     bearer_errors(),
+    throttle_errors(),
     server_errors(),
 );
 

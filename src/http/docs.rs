@@ -95,6 +95,7 @@ pub fn body_errors() -> Vec<Error> {
             limit: super::BODY_LIMIT,
         },
         Error::UnsupportedMediaType,
+        Error::BodyTimeout,
     ]
 }
 
@@ -105,6 +106,11 @@ pub fn bearer_errors() -> Vec<Error> {
         Error::TokenExpired,
         Error::TokenInvalid,
     ]
+}
+
+/// The errors of a call that checks a password or code: throttled (per account or address).
+pub fn throttle_errors() -> Vec<Error> {
+    vec![Error::RateLimited { retry_after: 18 }]
 }
 
 /// The errors any call that reaches the database can give.

@@ -32,8 +32,11 @@ impl Error {
             TwoFactorNotSetUp => (StatusCode::CONFLICT, "TWO_FACTOR_NOT_SET_UP"),
             PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
             UnsupportedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE"),
+            BodyTimeout => (StatusCode::REQUEST_TIMEOUT, "REQUEST_TIMEOUT"),
             RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
-            Unavailable(_) => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
+            Unavailable(_) | Overloaded { .. } => {
+                (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
+            }
             Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
         }
     }
@@ -45,7 +48,9 @@ impl Error {
             Error::Invalid2faCode { attempts_remaining } => {
                 Some(json!({ "attemptsRemaining": attempts_remaining }))
             }
-            Error::RateLimited { retry_after } => Some(json!({ "retryAfter": retry_after })),
+            Error::RateLimited { retry_after } | Error::Overloaded { retry_after } => {
+                Some(json!({ "retryAfter": retry_after }))
+            }
             Error::PayloadTooLarge { limit } => Some(json!({ "limit": limit })),
             _ => None,
         }
@@ -89,7 +94,7 @@ impl IntoResponse for Error {
                 HeaderValue::from_static(challenge),
             );
         }
-        if let Error::RateLimited { retry_after } = self {
+        if let Error::RateLimited { retry_after } | Error::Overloaded { retry_after } = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));
         }
         response

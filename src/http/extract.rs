@@ -18,10 +18,10 @@ use crate::error::{Error, FieldErrors};
 /// missing or mistyped field → 400 naming the field.
 pub struct AppJson<T>(pub T);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for AppJson<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for AppJson<T> {
     type Rejection = Error;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Error> {
         if !is_json(req.headers()) {
             return Err(Error::UnsupportedMediaType);
         }
@@ -33,10 +33,10 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for AppJson<T> {
 /// A JSON body that may be left out altogether (an empty body is `None`).
 pub struct MaybeJson<T>(pub Option<T>);
 
-impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for MaybeJson<T> {
+impl<T: DeserializeOwned> FromRequest<AppState> for MaybeJson<T> {
     type Rejection = Error;
 
-    async fn from_request(req: Request, state: &S) -> Result<Self, Error> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, Error> {
         let json = is_json(req.headers());
         let bytes = read_body(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
@@ -66,14 +66,20 @@ fn is_json(headers: &HeaderMap) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-async fn read_body<S: Send + Sync>(req: Request, state: &S) -> Result<Bytes, Error> {
-    Bytes::from_request(req, state).await.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            Error::PayloadTooLarge { limit: BODY_LIMIT }
-        } else {
-            Error::MalformedJson("the request body could not be read".into())
+/// The body, whole, within the body deadline: a client trickling bytes cannot hold a request
+/// open (tower-http's body timeout restarts with every chunk, so it would not stop that).
+async fn read_body(req: Request, state: &AppState) -> Result<Bytes, Error> {
+    let read = Bytes::from_request(req, state);
+    match tokio::time::timeout(state.body_timeout, read).await {
+        Err(_) => Err(Error::BodyTimeout),
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(rejection)) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
+            Err(Error::PayloadTooLarge { limit: BODY_LIMIT })
         }
-    })
+        Ok(Err(_)) => Err(Error::MalformedJson(
+            "the request body could not be read".into(),
+        )),
+    }
 }
 
 fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {

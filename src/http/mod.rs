@@ -39,6 +39,8 @@ pub struct Inner {
     pub store: Store,
     pub trusted_proxies: Vec<IpNet>,
     pub registration_open: bool,
+    /// A request's whole body must arrive within this.
+    pub body_timeout: std::time::Duration,
 }
 
 impl AppState {

@@ -118,18 +118,29 @@ impl Store {
                 .replace('_', "\\_");
             format!("%{escaped}%")
         });
-        let sql = format!(
-            "SELECT {CONTACT_COLUMNS} FROM contacts \
-             WHERE owner_id = $1 AND ($2 IS NULL OR id < $2) \
-             AND ($3 IS NULL OR search_text LIKE $3 ESCAPE '\\') \
-             ORDER BY id DESC LIMIT $4"
-        );
-        on_pool!(self, |pool| sqlx::query_as(&sql)
-            .bind(owner)
-            .bind(before)
-            .bind(pattern.as_deref())
-            .bind(limit)
-            .fetch_all(pool)
-            .await)
+        // Only the conditions in use are written, so each of the four shapes gets its own plan:
+        // with a generic `($2 IS NULL OR id < $2)` PostgreSQL cannot start the index scan at the
+        // cursor and would walk the owner's newer contacts on every later page.
+        let mut sql = format!("SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_id = $1");
+        let mut n = 1;
+        if before.is_some() {
+            n += 1;
+            sql.push_str(&format!(" AND id < ${n}"));
+        }
+        if pattern.is_some() {
+            n += 1;
+            sql.push_str(&format!(" AND search_text LIKE ${n} ESCAPE '\\'"));
+        }
+        sql.push_str(&format!(" ORDER BY id DESC LIMIT ${}", n + 1));
+        on_pool!(self, |pool| {
+            let mut query = sqlx::query_as(&sql).bind(owner);
+            if let Some(before) = before {
+                query = query.bind(before);
+            }
+            if let Some(pattern) = pattern.as_deref() {
+                query = query.bind(pattern);
+            }
+            query.bind(limit).fetch_all(pool).await
+        })
     }
 }

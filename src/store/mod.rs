@@ -13,6 +13,7 @@ use sqlx::sqlite::{
 pub mod contacts;
 pub mod keys;
 pub mod sessions;
+pub mod throttles;
 pub mod users;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");

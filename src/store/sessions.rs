@@ -47,6 +47,7 @@ pub struct Purged {
     pub sessions: u64,
     pub refresh_tokens: u64,
     pub challenges: u64,
+    pub throttles: u64,
 }
 
 impl Store {
@@ -277,6 +278,7 @@ impl Store {
                 sessions,
                 refresh_tokens,
                 challenges,
+                throttles: 0,
             })
         })
     }

@@ -8,6 +8,7 @@ use super::{Store, now_ms, on_pool};
 pub struct UserRow {
     pub id: Uuid,
     pub email: String,
+    pub email_normalized: String,
     pub full_name: String,
     pub password_hash: String,
     pub disabled: bool,
@@ -22,8 +23,8 @@ impl UserRow {
     }
 }
 
-const USER_COLUMNS: &str =
-    "id, email, full_name, password_hash, disabled, totp_secret, totp_pending, created_at";
+const USER_COLUMNS: &str = "id, email, email_normalized, full_name, password_hash, disabled, totp_secret, totp_pending, \
+     created_at";
 
 pub struct NewUser<'a> {
     pub id: Uuid,

@@ -3,6 +3,7 @@
 
 mod helpers;
 
+mod abuse;
 mod cli;
 mod contacts;
 mod docs;
