@@ -4,9 +4,11 @@
 use std::net::{IpAddr, SocketAddr};
 
 use axum::body::Bytes;
-use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Path, Request};
+use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse as _, Response};
 use ipnet::IpNet;
 use serde::de::DeserializeOwned;
 
@@ -66,20 +68,62 @@ fn is_json(headers: &HeaderMap) -> bool {
         || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
-/// The body, whole, within the body deadline: a client trickling bytes cannot hold a request
-/// open (tower-http's body timeout restarts with every chunk, so it would not stop that).
-async fn read_body(req: Request, state: &AppState) -> Result<Bytes, Error> {
-    let read = Bytes::from_request(req, state);
-    match tokio::time::timeout(state.body_timeout, read).await {
-        Err(_) => Err(Error::BodyTimeout),
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(rejection)) if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE => {
-            Err(Error::PayloadTooLarge { limit: BODY_LIMIT })
+/// Reads every request's body whole, before routing, within the size limit and the body deadline,
+/// and hands it on in memory. Reading it here, rather than in the extractor that wants it, means a
+/// call refused before its body is looked at (no token, unknown route) still leaves the connection
+/// clean for the client's next request; and a client trickling bytes cannot hold a request open
+/// (tower-http's body timeout restarts with every chunk, so it would not stop that). A refusal
+/// here closes the connection, whose unread rest would otherwise be taken for the next request.
+pub async fn read_whole_body(State(state): State<AppState>, req: Request, next: Next) -> Response {
+    let announced = req
+        .headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    let error = if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
+        // Refused before a byte is read.
+        Error::PayloadTooLarge { limit: BODY_LIMIT }
+    } else {
+        let (parts, body) = req.into_parts();
+        match tokio::time::timeout(state.body_timeout, axum::body::to_bytes(body, BODY_LIMIT)).await
+        {
+            Ok(Ok(bytes)) => {
+                return next
+                    .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
+                    .await;
+            }
+            Err(_) => Error::BodyTimeout,
+            Ok(Err(e)) if is_length_limit(&e) => Error::PayloadTooLarge { limit: BODY_LIMIT },
+            Ok(Err(_)) => Error::MalformedJson("the request body could not be read".into()),
         }
-        Ok(Err(_)) => Err(Error::MalformedJson(
-            "the request body could not be read".into(),
-        )),
+    };
+    let mut response = error.into_response();
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+fn is_length_limit(error: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(e) = source {
+        if e.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = e.source();
     }
+    false
+}
+
+/// The body, already in memory (`read_whole_body`).
+async fn read_body(req: Request, state: &AppState) -> Result<Bytes, Error> {
+    Bytes::from_request(req, state).await.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Error::PayloadTooLarge { limit: BODY_LIMIT }
+        } else {
+            Error::MalformedJson("the request body could not be read".into())
+        }
+    })
 }
 
 fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {

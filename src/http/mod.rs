@@ -102,6 +102,10 @@ pub fn router(state: AppState) -> Router {
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(DefaultBodyLimit::max(BODY_LIMIT))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            extract::read_whole_body,
+        ))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|req: &Request<_>| {

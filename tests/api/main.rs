@@ -2,6 +2,7 @@
 //! when `GATEHOUSE_TEST_POSTGRES_URL` is set, on PostgreSQL. One binary, so the suite links once.
 
 mod helpers;
+mod hostile;
 
 mod abuse;
 mod cli;
@@ -12,5 +13,6 @@ mod instances;
 mod login;
 mod refresh;
 mod sessions;
+mod slow;
 mod tokens;
 mod two_factor;
