@@ -22,7 +22,7 @@ BIN=$PWD/target/release/gatehouse
 WORK=$(mktemp -d)
 SERVER=
 trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
-export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn
+export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off
 if [ -n "${BENCH_DATABASE_URL:-}" ]; then
   export GATEHOUSE_DATABASE_URL=$BENCH_DATABASE_URL
   export GATEHOUSE_MASTER_KEY=${BENCH_MASTER_KEY:-$(head -c 32 /dev/urandom | base64)}

@@ -42,9 +42,13 @@ pub fn router() -> OpenApiRouter<AppState> {
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
 struct LoginRequest {
-    #[schema(required = true, example = "ada@example.com")]
+    #[schema(required = true, format = Email, max_length = 254, example = "ada@example.com")]
     email: String,
-    #[schema(required = true, example = "correct horse battery staple")]
+    #[schema(
+        required = true,
+        min_length = 1,
+        example = "correct horse battery staple"
+    )]
     password: String,
 }
 
@@ -118,10 +122,10 @@ fn non_empty(value: String) -> Result<String, String> {
 #[serde(rename_all = "camelCase", default)]
 struct VerifyRequest {
     /// From the login's challenge.
-    #[schema(required = true)]
+    #[schema(required = true, min_length = 1)]
     temp_token: String,
     /// A 6-digit TOTP code, or an unused recovery code (any case, dash optional).
-    #[schema(required = true, example = "492039")]
+    #[schema(required = true, pattern = "\\S", example = "492039")]
     code: String,
 }
 
@@ -161,7 +165,7 @@ async fn verify_second_factor(
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(rename_all = "camelCase", default)]
 struct RefreshRequest {
-    #[schema(required = true)]
+    #[schema(required = true, min_length = 1)]
     refresh_token: String,
 }
 
@@ -190,12 +194,23 @@ async fn refresh(
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(rename_all = "camelCase", default)]
 struct RegisterRequest {
-    #[schema(required = true, example = "ada@example.com")]
+    #[schema(required = true, format = Email, max_length = 254, example = "ada@example.com")]
     email: String,
     /// 8 to 256 characters, not a common breached password.
-    #[schema(required = true, example = "correct horse battery staple")]
+    #[schema(
+        required = true,
+        min_length = 8,
+        max_length = 256,
+        example = "correct horse battery staple"
+    )]
     password: String,
-    #[schema(required = true, example = "Ada Lovelace")]
+    #[schema(
+        required = true,
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*$",
+        example = "Ada Lovelace"
+    )]
     full_name: String,
 }
 
@@ -337,10 +352,10 @@ async fn delete_session(
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(rename_all = "camelCase", default)]
 struct PasswordRequest {
-    #[schema(required = true)]
+    #[schema(required = true, min_length = 1)]
     current_password: String,
     /// 8 to 256 characters, not a common breached password.
-    #[schema(required = true)]
+    #[schema(required = true, min_length = 8, max_length = 256)]
     new_password: String,
 }
 
@@ -399,7 +414,7 @@ async fn setup_two_factor(
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
 struct CodeRequest {
-    #[schema(required = true, example = "492039")]
+    #[schema(required = true, pattern = "\\S", example = "492039")]
     code: String,
 }
 
@@ -441,10 +456,10 @@ fn code(raw: String) -> Result<String> {
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
 struct DisableRequest {
-    #[schema(required = true)]
+    #[schema(required = true, min_length = 1)]
     password: String,
     /// A TOTP code or an unused recovery code.
-    #[schema(required = true, example = "492039")]
+    #[schema(required = true, pattern = "\\S", example = "492039")]
     code: String,
 }
 

@@ -62,29 +62,70 @@ async fn list(
     Ok(ok(state.contacts.list(who.user_id, params).await?))
 }
 
-/// A contact body. Optional fields are tri-state: absent keeps, `null` clears, a string sets.
+/// A new contact. Optional fields left out, `null` or blank are unset.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct NewContact {
+    /// Missing is reported by the domain with the other fields, hence the default. The pattern is
+    /// `FullName`'s rule: some visible character, no control characters.
+    #[serde(default)]
+    #[schema(
+        required = true,
+        min_length = 1,
+        max_length = 200,
+        pattern = r"^[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*$",
+        example = "Grace Hopper"
+    )]
+    full_name: String,
+    /// A valid e-mail address; left out, `null` or blank for none (so not `format: email`).
+    #[serde(default)]
+    #[schema(max_length = 254, example = "grace@example.com")]
+    email: Option<String>,
+    #[serde(default)]
+    #[schema(max_length = 50, example = "+1 555 0100")]
+    phone: Option<String>,
+    #[serde(default)]
+    #[schema(max_length = 200, example = "Navy")]
+    company: Option<String>,
+    #[serde(default)]
+    #[schema(max_length = 10000)]
+    notes: Option<String>,
+}
+
+impl From<NewContact> for ContactInput {
+    fn from(b: NewContact) -> Self {
+        let set = |v: Option<String>| v.map_or(Patch::Keep, Patch::Set);
+        ContactInput {
+            full_name: Patch::Set(b.full_name),
+            email: set(b.email),
+            phone: set(b.phone),
+            company: set(b.company),
+            notes: set(b.notes),
+        }
+    }
+}
+
+/// A change to a contact. Each field is tri-state: left out keeps it, `null` clears it (the
+/// optional ones), a value sets it.
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct ContactBody {
-    /// 1 to 200 characters; required when creating.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = String, example = "Grace Hopper")]
+    #[schema(value_type = String, min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*$",
+        example = "Grace Hopper")]
     full_name: Patch<String>,
-    /// A valid e-mail address.
+    /// A valid e-mail address; `null` or blank clears it (so not `format: email`).
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>, example = "grace@example.com")]
+    #[schema(value_type = Option<String>, max_length = 254, example = "grace@example.com")]
     email: Patch<String>,
-    /// At most 50 characters.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>, example = "+1 555 0100")]
+    #[schema(value_type = Option<String>, max_length = 50, example = "+1 555 0100")]
     phone: Patch<String>,
-    /// At most 200 characters.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>, example = "Navy")]
+    #[schema(value_type = Option<String>, max_length = 200, example = "Navy")]
     company: Patch<String>,
-    /// At most 10 000 characters.
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>)]
+    #[schema(value_type = Option<String>, max_length = 10000)]
     notes: Patch<String>,
 }
 
@@ -111,14 +152,14 @@ error_responses!(WriteErrors: body_errors(), bearer_errors(), server_errors());
 
 /// Create a contact.
 #[utoipa::path(post, path = "/contacts", tag = "crm", security(("bearer" = [])),
-    request_body(content = ContactBody, example = json!({
+    request_body(content = NewContact, example = json!({
         "fullName": "Grace Hopper", "email": "grace@example.com", "company": "Navy"
     })),
     responses((status = 201, description = "The new contact", body = Envelope<Contact>), WriteErrors))]
 async fn create(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    AppJson(body): AppJson<ContactBody>,
+    AppJson(body): AppJson<NewContact>,
 ) -> Result<(StatusCode, Answer<Contact>)> {
     let contact = state.contacts.create(who.user_id, body.into()).await?;
     Ok((StatusCode::CREATED, ok(contact)))

@@ -18,6 +18,7 @@ both_backends!(
     key_rotation_reaches_every_running_instance,
     a_restarted_instance_knows_the_revocations_at_once,
     retired_keys_leave_the_jwk_set_once_their_tokens_have_expired,
+    the_account_throttle_is_shared_by_every_instance,
 );
 
 /// API.md §2: running instances sign with a rotated key and publish it within 10 s.
@@ -218,4 +219,24 @@ async fn retired_keys_leave_the_jwk_set_once_their_tokens_have_expired(backend: 
     app.get("/api/v1/auth/me", &token)
         .await
         .error(401, "TOKEN_INVALID");
+}
+
+async fn the_account_throttle_is_shared_by_every_instance(backend: Backend) {
+    let db = TestDatabase::new(&backend).await;
+    add_user(&db, "eve@example.com");
+    let (a, b) = (Instance::start(&db, &[]), Instance::start(&db, &[]));
+    // The burst is 50 failures: spreading them over two instances gains nothing.
+    for i in 0..50 {
+        let instance = if i % 2 == 0 { &a } else { &b };
+        instance
+            .login("eve@example.com", "a wrong password")
+            .await
+            .error(401, "INVALID_CREDENTIALS");
+    }
+    for instance in [&a, &b] {
+        instance
+            .login("eve@example.com", PASSWORD)
+            .await
+            .error(429, "RATE_LIMITED");
+    }
 }

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Login storm: do the other calls keep their latency while logins arrive faster than the hash pool
+# can serve them, and are the excess logins shed rather than queued? A release build on SQLite,
+# throttling off; wrk drives a login flood (64 connections) while a second wrk measures GET
+# contacts (8 connections), then refresh, against the same server.
+#
+#   bench/storm.sh                  # DURATION=10s by default
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-10s}
+ADDR=127.0.0.1:18084
+BASE=http://$ADDR
+PASSWORD='correct horse battery staple'
+command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
+command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
+cargo build --release -q
+BIN=$PWD/target/release/gatehouse
+WORK=$(mktemp -d)
+SERVER=
+FLOOD=
+trap '[ -n "$FLOOD" ] && kill "$FLOOD" 2>/dev/null; [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
+export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off
+export GATEHOUSE_DATABASE_URL=sqlite://$WORK/gatehouse.db
+echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
+"$BIN" serve & SERVER=$!
+for _ in $(seq 1 100); do curl -sf $BASE/healthz >/dev/null && break; sleep 0.05; done
+login() { curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
+  -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}"; }
+ACCESS=$(login | jq -r .data.accessToken)
+for i in $(seq 1 20); do
+  curl -sf $BASE/api/v1/crm/contacts -H "Authorization: Bearer $ACCESS" -H 'Content-Type: application/json' \
+    -d "{\"fullName\":\"Contact $i\"}" >/dev/null
+done
+for i in 1 2 3 4; do login | jq -r .data.refreshToken; done > "$WORK/refresh-a"
+for i in 1 2 3 4; do login | jq -r .data.refreshToken; done > "$WORK/refresh-b"
+
+run() {
+  local out rps p50 p99 errors
+  out=$(wrk --latency "$@")
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  errors=$(awk '/Non-2xx/ {print $5}' <<<"$out")
+  echo "${rps} | ${p50} | ${p99} | ${errors:-0}"
+}
+contacts() { run -t1 -c8 -d"$DURATION" -H "Authorization: Bearer $ACCESS" $BASE/api/v1/crm/contacts; }
+refresh() { run -t4 -c4 -d"$DURATION" -s bench/refresh.lua $BASE -- "$1"; }
+
+echo "| scenario | requests/s | p50 | p99 | non-2xx |"
+echo "|---|---|---|---|---|"
+echo "| contacts, quiet | $(contacts) |"
+echo "| refresh, quiet | $(refresh "$WORK/refresh-a") |"
+wrk -t2 -c64 -d60s --latency -s bench/login.lua $BASE/api/v1/auth/login > "$WORK/flood" & FLOOD=$!
+sleep 2
+echo "| contacts, during the login flood | $(contacts) |"
+echo "| refresh, during the login flood | $(refresh "$WORK/refresh-b") |"
+kill -INT "$FLOOD"; wait "$FLOOD" || true; FLOOD=
+rps=$(awk '/Requests\/sec/ {print $2}' "$WORK/flood")
+total=$(awk '/requests in/ {print $1}' "$WORK/flood")
+shed=$(awk '/Non-2xx/ {print $5}' "$WORK/flood")
+p99=$(awk '$1=="99%" {print $2}' "$WORK/flood")
+echo "| login flood, 64 connections (non-2xx = shed with 503) | $rps | | $p99 | ${shed:-0} of $total |"
