@@ -18,6 +18,7 @@ use crate::auth::tokens::{Keyring, LEEWAY_SECONDS, Tokens};
 use crate::config::{MasterKey, Settings};
 use crate::crm::Contacts;
 use crate::http::{self, AppState, Inner};
+use crate::metrics::Metrics;
 use crate::server;
 use crate::store::Store;
 
@@ -38,6 +39,7 @@ pub struct Services {
     pub secrets: Arc<Secrets>,
     pub keyring: Arc<Keyring>,
     pub live: Arc<LiveSessions>,
+    pub metrics: Arc<Metrics>,
     pub auth: AuthService,
     pub contacts: Contacts,
 }
@@ -64,13 +66,16 @@ impl Services {
                 .await
                 .context("cannot read the revoked sessions")?,
         );
+        let metrics = Arc::new(Metrics::new());
         let auth = AuthService::new(
             store.clone(),
             tokens,
             secrets.clone(),
             live.clone(),
+            metrics.clone(),
             AuthSettings {
                 rate_limit: settings.rate_limit,
+                audit_retention: settings.audit_retention,
                 refresh_ttl: settings.refresh_token_ttl,
                 temp_ttl: settings.temp_token_ttl,
                 reuse_grace: settings.refresh_reuse_grace,
@@ -82,6 +87,7 @@ impl Services {
             secrets,
             keyring,
             live,
+            metrics,
             auth,
             contacts,
         })
@@ -165,6 +171,7 @@ fn create_key_file(path: &Path, key: &MasterKey) -> std::io::Result<()> {
 /// The service, bound and ready to run.
 pub struct Application {
     listener: TcpListener,
+    metrics_listener: Option<TcpListener>,
     state: AppState,
     keyring: Arc<Keyring>,
     live: Arc<LiveSessions>,
@@ -177,6 +184,14 @@ impl Application {
         let listener = TcpListener::bind(settings.listen)
             .await
             .with_context(|| format!("cannot listen on {}", settings.listen))?;
+        let metrics_listener = match settings.metrics_listen {
+            Some(addr) => Some(
+                TcpListener::bind(addr)
+                    .await
+                    .with_context(|| format!("cannot listen for metrics on {addr}"))?,
+            ),
+            None => None,
+        };
         let state = AppState::new(Inner {
             auth: services.auth,
             contacts: services.contacts,
@@ -184,9 +199,11 @@ impl Application {
             trusted_proxies: settings.trusted_proxies.clone(),
             registration_open: settings.registration_open,
             body_timeout: settings.body_timeout,
+            metrics: services.metrics,
         });
         Ok(Application {
             listener,
+            metrics_listener,
             state,
             keyring: services.keyring,
             live: services.live,
@@ -204,15 +221,33 @@ impl Application {
             .expect("a bound listener has an address")
     }
 
+    /// The bound address of the metrics listener, if one is configured.
+    pub fn metrics_addr(&self) -> Option<SocketAddr> {
+        self.metrics_listener
+            .as_ref()
+            .and_then(|l| l.local_addr().ok())
+    }
+
     pub fn state(&self) -> &AppState {
         &self.state
     }
 
     /// Serves until `shutdown` completes, then finishes the requests in flight.
     pub async fn run_until(self, shutdown: impl Future<Output = ()>) -> anyhow::Result<()> {
-        let background = self.spawn_background();
+        let mut background = self.spawn_background();
         let addr = self.local_addr();
         tracing::info!("listening on http://{addr}");
+        if let Some(listener) = self.metrics_listener {
+            if let Ok(addr) = listener.local_addr() {
+                tracing::info!("metrics on http://{addr}/metrics");
+            }
+            let router = crate::metrics::router(self.state.clone());
+            background.push(tokio::spawn(async move {
+                if let Err(error) = axum::serve(listener, router).await {
+                    tracing::error!(error = %error, "the metrics listener failed");
+                }
+            }));
+        }
         let router = http::router(self.state.clone());
         server::serve(self.listener, router, self.limits, shutdown).await;
         for task in background {

@@ -135,6 +135,14 @@ pub struct SettingsArgs {
         value_name = "DURATION"
     )]
     pub shutdown_timeout: Option<String>,
+    /// How long audit events are kept [default: 90d]
+    #[arg(
+        long,
+        env = "GATEHOUSE_AUDIT_RETENTION",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub audit_retention: Option<String>,
     /// Address of a separate listener for Prometheus /metrics [default: off]
     #[arg(
         long,
@@ -225,6 +233,7 @@ pub struct Settings {
     pub body_timeout: Duration,
     pub max_connections: usize,
     pub shutdown_timeout: Duration,
+    pub audit_retention: Duration,
     pub metrics_listen: Option<SocketAddr>,
     pub log: String,
     pub log_format: LogFormat,
@@ -318,6 +327,7 @@ const FILE_KEYS: &[&str] = &[
     "body_timeout",
     "max_connections",
     "shutdown_timeout",
+    "audit_retention",
     "metrics_listen",
     "log",
     "log_format",
@@ -418,6 +428,8 @@ impl Settings {
         };
         let (s, v) = get("shutdown_timeout", &args.shutdown_timeout, "30s");
         let shutdown_timeout = parse_duration(&s, &v)?;
+        let (s, v) = get("audit_retention", &args.audit_retention, "90d");
+        let audit_retention = parse_duration(&s, &v)?;
         let metrics_listen = match pick("metrics_listen", &args.metrics_listen) {
             Some(v) if !v.is_empty() && v != "off" => Some(parse_addr(
                 &Setting {
@@ -455,6 +467,7 @@ impl Settings {
             body_timeout,
             max_connections,
             shutdown_timeout,
+            audit_retention,
             metrics_listen,
             log,
             log_format,

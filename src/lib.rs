@@ -12,6 +12,7 @@ pub mod crm;
 pub mod domain;
 pub mod error;
 pub mod http;
+pub mod metrics;
 pub mod server;
 pub mod store;
 pub mod telemetry;

@@ -10,6 +10,7 @@ use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 
 use crate::error::{Error, Result};
+use crate::metrics::Metrics;
 
 /// OWASP's minimum for Argon2id (m = 19 MiB, t = 2, p = 1).
 const MEMORY_KIB: u32 = 19 * 1024;
@@ -77,24 +78,20 @@ const QUEUE_PER_CORE: usize = 16;
 #[derive(Clone)]
 pub struct PasswordHasher {
     permits: Arc<Semaphore>,
-    /// Hashes running or waiting; bounded by `capacity`.
+    /// Hashes running or waiting, bounded.
     admitted: Arc<Semaphore>,
-}
-
-impl Default for PasswordHasher {
-    fn default() -> Self {
-        Self::new()
-    }
+    metrics: Arc<Metrics>,
 }
 
 impl PasswordHasher {
-    pub fn new() -> Self {
+    pub fn new(metrics: Arc<Metrics>) -> Self {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
         PasswordHasher {
             permits: Arc::new(Semaphore::new(cores)),
             admitted: Arc::new(Semaphore::new(cores * (1 + QUEUE_PER_CORE))),
+            metrics,
         }
     }
 
@@ -103,7 +100,13 @@ impl PasswordHasher {
             .admitted
             .try_acquire()
             .map_err(|_| Error::Overloaded { retry_after: 1 })?;
+        let queued = QueueSlot::enter(&self.metrics);
+        let waiting = std::time::Instant::now();
         let _permit = self.permits.acquire().await.map_err(Error::internal)?;
+        self.metrics
+            .hash_wait
+            .observe(waiting.elapsed().as_secs_f64());
+        let _queued = queued;
         let span = tracing::Span::current();
         tokio::task::spawn_blocking(move || span.in_scope(work))
             .instrument(tracing::Span::current())
@@ -143,6 +146,22 @@ impl PasswordHasher {
             }
         })
         .await
+    }
+}
+
+/// Counts a hash in the queue gauge while it waits or runs, also when its request is dropped.
+struct QueueSlot<'a>(&'a Metrics);
+
+impl<'a> QueueSlot<'a> {
+    fn enter(metrics: &'a Metrics) -> Self {
+        metrics.hash_queue.inc();
+        QueueSlot(metrics)
+    }
+}
+
+impl Drop for QueueSlot<'_> {
+    fn drop(&mut self) {
+        self.0.hash_queue.dec();
     }
 }
 
@@ -186,7 +205,7 @@ mod tests {
 
     #[tokio::test]
     async fn hashes_verify_and_weak_parameters_ask_for_a_rehash() {
-        let hasher = PasswordHasher::new();
+        let hasher = PasswordHasher::new(Arc::new(Metrics::new()));
         let hash = hasher
             .hash(SecretString::from("correct horse"))
             .await

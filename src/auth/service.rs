@@ -17,6 +17,8 @@ use super::tokens::{RefreshClaims, Tokens};
 use super::totp;
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result};
+use crate::metrics::{LoginOutcome as LoginMetric, Metrics, RefreshOutcome, TwoFactorOutcome};
+use crate::store::audit::NewEvent;
 use crate::store::sessions::{NewSession, Purged, RefreshRow, SessionRow};
 use crate::store::users::{NewUser, UserRow};
 use crate::store::{Store, is_unique_violation, now_ms, rfc3339};
@@ -79,12 +81,23 @@ pub struct TokenSet {
     #[schema(example = 86400)]
     pub expires_in: i64,
     pub user: UserView,
+    /// The session the tokens belong to (for the audit trail; not part of the answer).
+    #[serde(skip)]
+    #[schema(ignore)]
+    pub session_id: Uuid,
 }
 
 #[derive(Debug)]
 pub enum LoginOutcome {
     Tokens(TokenSet),
     Challenge { temp_token: String },
+}
+
+/// Which second factor was accepted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Factor {
+    Totp,
+    RecoveryCode,
 }
 
 #[derive(Debug, Clone, Serialize, utoipa::ToSchema)]
@@ -149,6 +162,8 @@ pub enum LogoutScope {
 pub struct AuthSettings {
     /// Throttling of login and 2FA attempts (API.md: `GATEHOUSE_RATE_LIMIT`).
     pub rate_limit: bool,
+    /// How long audit events are kept.
+    pub audit_retention: Duration,
     pub refresh_ttl: Duration,
     pub temp_ttl: Duration,
     pub reuse_grace: Duration,
@@ -161,6 +176,8 @@ pub struct AuthService {
     secrets: Arc<Secrets>,
     live: Arc<LiveSessions>,
     throttle: Throttle,
+    metrics: Arc<Metrics>,
+    audit_retention_ms: i64,
     refresh_ttl_ms: i64,
     temp_ttl_ms: i64,
     grace_ms: i64,
@@ -175,12 +192,15 @@ impl AuthService {
         tokens: Tokens,
         secrets: Arc<Secrets>,
         live: Arc<LiveSessions>,
+        metrics: Arc<Metrics>,
         settings: AuthSettings,
     ) -> Self {
         AuthService {
             throttle: Throttle::new(store.clone(), settings.rate_limit),
             store,
-            hasher: PasswordHasher::new(),
+            hasher: PasswordHasher::new(metrics.clone()),
+            metrics,
+            audit_retention_ms: settings.audit_retention.as_millis() as i64,
             tokens,
             secrets,
             live,
@@ -197,6 +217,28 @@ impl AuthService {
     /// Password login. Unknown e-mail and wrong password are one answer, and cost one hash each.
     /// A disabled account is told so only after its password was right.
     pub async fn login(
+        &self,
+        email: &Email,
+        password: SecretString,
+        client: &ClientInfo,
+    ) -> Result<LoginOutcome> {
+        let result = self.login_attempt(email, password, client).await;
+        let outcome = match &result {
+            Ok(LoginOutcome::Tokens(_)) => Some(LoginMetric::Success),
+            Ok(LoginOutcome::Challenge { .. }) => Some(LoginMetric::Challenge),
+            Err(Error::InvalidCredentials) => Some(LoginMetric::BadCredentials),
+            Err(Error::RateLimited { .. }) => Some(LoginMetric::Throttled),
+            Err(Error::AccountDisabled) => Some(LoginMetric::Disabled),
+            Err(Error::Overloaded { .. }) => Some(LoginMetric::Shed),
+            Err(_) => None,
+        };
+        if let Some(outcome) = outcome {
+            self.metrics.login(outcome);
+        }
+        result
+    }
+
+    async fn login_attempt(
         &self,
         email: &Email,
         password: SecretString,
@@ -219,10 +261,27 @@ impl AuthService {
         };
         let (user, needs_rehash) = match (user, verdict) {
             (Some(user), Verdict::Match { needs_rehash }) => (user, needs_rehash),
-            _ => return Err(Error::InvalidCredentials),
+            (user, _) => {
+                // An unknown e-mail is not recorded: it may be a password typed in the wrong box.
+                let (id, detail) = match &user {
+                    Some(user) => (Some(user.id), "wrong_password"),
+                    None => (None, "unknown_account"),
+                };
+                self.audit("login.failed", id, None, Some(client), Some(detail))
+                    .await;
+                return Err(Error::InvalidCredentials);
+            }
         };
         self.throttle.give_back(slot).await?;
         if user.disabled {
+            self.audit(
+                "login.failed",
+                Some(user.id),
+                None,
+                Some(client),
+                Some("account_disabled"),
+            )
+            .await;
             return Err(Error::AccountDisabled);
         }
         if needs_rehash {
@@ -234,11 +293,21 @@ impl AuthService {
             self.store
                 .insert_challenge(&sha256(temp_token.as_bytes()), user.id, expires_at)
                 .await?;
+            self.audit("login.challenged", Some(user.id), None, Some(client), None)
+                .await;
             return Ok(LoginOutcome::Challenge { temp_token });
         }
         let tokens = self
             .open_session(&user, vec![AMR_PASSWORD.into()], client)
             .await?;
+        self.audit(
+            "login.succeeded",
+            Some(user.id),
+            Some(tokens.session_id),
+            Some(client),
+            Some("pwd"),
+        )
+        .await;
         Ok(LoginOutcome::Tokens(tokens))
     }
 
@@ -261,6 +330,26 @@ impl AuthService {
 
     /// Completes a login that was answered with a challenge, with a TOTP code or a recovery code.
     pub async fn verify_second_factor(
+        &self,
+        temp_token: &str,
+        code: &str,
+        client: &ClientInfo,
+    ) -> Result<TokenSet> {
+        let result = self.second_factor_attempt(temp_token, code, client).await;
+        let outcome = match &result {
+            Ok(_) => Some(TwoFactorOutcome::Success),
+            Err(Error::Invalid2faCode { .. }) => Some(TwoFactorOutcome::BadCode),
+            Err(Error::TempTokenInvalid) => Some(TwoFactorOutcome::InvalidChallenge),
+            Err(Error::RateLimited { .. }) => Some(TwoFactorOutcome::Throttled),
+            Err(_) => None,
+        };
+        if let Some(outcome) = outcome {
+            self.metrics.two_factor(outcome);
+        }
+        result
+    }
+
+    async fn second_factor_attempt(
         &self,
         temp_token: &str,
         code: &str,
@@ -290,18 +379,72 @@ impl AuthService {
             .throttle
             .take_account_slot(&user.email_normalized)
             .await?;
-        if !self.check_second_factor(&user, sealed, code).await? {
+        let Some(factor) = self.check_second_factor(&user, sealed, code).await? else {
+            self.audit("two_factor.failed", Some(user.id), None, Some(client), None)
+                .await;
             let remaining = (MAX_CHALLENGE_ATTEMPTS - attempts).max(0) as u32;
             return Err(Error::Invalid2faCode {
                 attempts_remaining: remaining,
             });
-        }
+        };
         self.throttle.give_back(slot).await?;
         if !self.store.complete_challenge(&hash, now).await? {
             return Err(Error::TempTokenInvalid);
         }
-        self.open_session(&user, vec![AMR_PASSWORD.into(), AMR_OTP.into()], client)
-            .await
+        let tokens = self
+            .open_session(&user, vec![AMR_PASSWORD.into(), AMR_OTP.into()], client)
+            .await?;
+        if factor == Factor::RecoveryCode {
+            self.audit(
+                "recovery_code.used",
+                Some(user.id),
+                None,
+                Some(client),
+                None,
+            )
+            .await;
+        }
+        let detail = match factor {
+            Factor::Totp => "totp",
+            Factor::RecoveryCode => "recovery_code",
+        };
+        self.audit(
+            "two_factor.succeeded",
+            Some(user.id),
+            Some(tokens.session_id),
+            Some(client),
+            Some(detail),
+        )
+        .await;
+        Ok(tokens)
+    }
+
+    /// Records a security event. A failure to record is logged, not answered: the event itself
+    /// (a login, a logout) has happened.
+    pub async fn audit(
+        &self,
+        event: &str,
+        user_id: Option<Uuid>,
+        session_id: Option<Uuid>,
+        client: Option<&ClientInfo>,
+        detail: Option<&str>,
+    ) {
+        let ip = client.and_then(|c| c.ip).map(|ip| ip.to_string());
+        let recorded = self
+            .store
+            .insert_event(&NewEvent {
+                at: now_ms(),
+                event,
+                user_id,
+                session_id,
+                ip: ip.as_deref(),
+                user_agent: client.and_then(|c| c.user_agent.as_deref()),
+                detail,
+            })
+            .await;
+        if let Err(error) = recorded {
+            tracing::warn!(event, error = %error, "cannot record an audit event");
+        }
     }
 
     /// A TOTP code of a step newer than any used before, or an unused recovery code. Either is
@@ -311,24 +454,26 @@ impl AuthService {
         user: &UserRow,
         sealed_secret: &[u8],
         code: &str,
-    ) -> Result<bool> {
+    ) -> Result<Option<Factor>> {
         let code = code.trim();
         if code.len() == totp::DIGITS && code.bytes().all(|b| b.is_ascii_digit()) {
             let secret = self.open_secret(user, sealed_secret)?;
             let now = (now_ms() / 1000) as u64;
-            return match totp::matching_step(&secret, code, now) {
-                Some(step) => Ok(self.store.claim_totp_step(user.id, step as i64).await?),
-                None => Ok(false),
+            let accepted = match totp::matching_step(&secret, code, now) {
+                Some(step) => self.store.claim_totp_step(user.id, step as i64).await?,
+                None => false,
             };
+            return Ok(accepted.then_some(Factor::Totp));
         }
         match totp::normalize_recovery_code(code) {
             Some(normalized) => {
                 let hash = self
                     .secrets
                     .recovery_code_hash(user.id.as_bytes(), &normalized);
-                Ok(self.store.use_recovery_code(user.id, &hash).await?)
+                let used = self.store.use_recovery_code(user.id, &hash).await?;
+                Ok(used.then_some(Factor::RecoveryCode))
             }
-            None => Ok(false),
+            None => Ok(None),
         }
     }
 
@@ -381,11 +526,22 @@ impl AuthService {
             )?,
             expires_in: self.tokens.access_ttl_seconds(),
             user: UserView::from(user),
+            session_id: refresh.session_id,
         })
     }
 
     /// Rotates a refresh token: the presented one is used up, a new one is returned.
-    pub async fn refresh(&self, token: &str) -> Result<TokenSet> {
+    pub async fn refresh(&self, token: &str, client: &ClientInfo) -> Result<TokenSet> {
+        let result = self.rotate(token, client).await;
+        match &result {
+            Ok((_, outcome)) => self.metrics.refresh(*outcome),
+            Err(Error::RefreshTokenInvalid) => self.metrics.refresh(RefreshOutcome::Invalid),
+            Err(_) => {}
+        }
+        result.map(|(tokens, _)| tokens)
+    }
+
+    async fn rotate(&self, token: &str, client: &ClientInfo) -> Result<(TokenSet, RefreshOutcome)> {
         let claims = self.tokens.verify_refresh(token)?;
         let now = now_ms();
         let next = RefreshRow {
@@ -395,9 +551,13 @@ impl AuthService {
             expires_at: now + self.refresh_ttl_ms,
             consumed_at: None,
         };
-        let (session, refresh) = match self.store.rotate_refresh(claims.jti, &next).await? {
-            Some(session) => (session, next),
-            None => self.already_rotated(&claims, now).await?,
+        let (session, refresh, outcome) = match self.store.rotate_refresh(claims.jti, &next).await?
+        {
+            Some(session) => (session, next, RefreshOutcome::Rotated),
+            None => {
+                let (session, current) = self.already_rotated(&claims, now, client).await?;
+                (session, current, RefreshOutcome::GraceReuse)
+            }
         };
         if session.id != claims.sid || session.user_id != claims.sub {
             return Err(Error::RefreshTokenInvalid);
@@ -411,7 +571,7 @@ impl AuthService {
             return Err(Error::RefreshTokenInvalid);
         }
         let amr: Vec<String> = session.amr.split_whitespace().map(str::to_owned).collect();
-        self.token_set(&user, &amr, &refresh)
+        Ok((self.token_set(&user, &amr, &refresh)?, outcome))
     }
 
     /// A refresh token that could not be rotated. If it was consumed within the grace window (a
@@ -421,6 +581,7 @@ impl AuthService {
         &self,
         claims: &RefreshClaims,
         now: i64,
+        client: &ClientInfo,
     ) -> Result<(SessionRow, RefreshRow)> {
         let session = self
             .store
@@ -442,8 +603,17 @@ impl AuthService {
                 return Ok((session, current));
             }
         }
-        self.end_session(session.user_id, session.id, "refresh token reuse")
+        self.end_session(session.user_id, session.id, "refresh_reuse")
             .await?;
+        self.metrics.refresh(RefreshOutcome::ReuseDetected);
+        self.audit(
+            "refresh.reuse_detected",
+            Some(session.user_id),
+            Some(session.id),
+            Some(client),
+            None,
+        )
+        .await;
         tracing::warn!(session = %session.id, user = %session.user_id, "refresh token reuse: session revoked");
         Err(Error::RefreshTokenInvalid)
     }
@@ -463,7 +633,12 @@ impl AuthService {
     }
 
     /// Revokes one session of a user; false if it is not theirs or no longer active.
-    async fn end_session(&self, user_id: Uuid, session: Uuid, reason: &str) -> Result<bool> {
+    async fn end_session(
+        &self,
+        user_id: Uuid,
+        session: Uuid,
+        reason: &'static str,
+    ) -> Result<bool> {
         let now = now_ms();
         let ended = self
             .store
@@ -471,33 +646,59 @@ impl AuthService {
             .await?;
         if ended {
             self.live.revoked(&[session], now);
+            self.metrics.revoked(reason, 1);
         }
         Ok(ended)
     }
 
     /// Revokes every session of a user but `keep`; returns how many there were.
-    async fn end_sessions(&self, user_id: Uuid, keep: Option<Uuid>, reason: &str) -> Result<u64> {
+    async fn end_sessions(
+        &self,
+        user_id: Uuid,
+        keep: Option<Uuid>,
+        reason: &'static str,
+    ) -> Result<u64> {
         let now = now_ms();
         let ended = self
             .store
             .revoke_user_sessions(user_id, keep, reason, now)
             .await?;
         self.live.revoked(&ended, now);
+        self.metrics.revoked(reason, ended.len() as u64);
         Ok(ended.len() as u64)
     }
 
-    pub async fn logout(&self, who: &Principal, scope: LogoutScope) -> Result<u64> {
-        match scope {
-            LogoutScope::Current => Ok(u64::from(
-                self.end_session(who.user_id, who.session_id, "logout")
-                    .await?,
-            )),
-            LogoutScope::Others => {
+    pub async fn logout(
+        &self,
+        who: &Principal,
+        scope: LogoutScope,
+        client: &ClientInfo,
+    ) -> Result<u64> {
+        let (ended, scope) = match scope {
+            LogoutScope::Current => (
+                u64::from(
+                    self.end_session(who.user_id, who.session_id, "logout")
+                        .await?,
+                ),
+                "current",
+            ),
+            LogoutScope::Others => (
                 self.end_sessions(who.user_id, Some(who.session_id), "logout")
-                    .await
-            }
-            LogoutScope::All => self.end_sessions(who.user_id, None, "logout").await,
-        }
+                    .await?,
+                "others",
+            ),
+            LogoutScope::All => (self.end_sessions(who.user_id, None, "logout").await?, "all"),
+        };
+        let detail = format!("scope={scope} sessions={ended}");
+        self.audit(
+            "logout",
+            Some(who.user_id),
+            Some(who.session_id),
+            Some(client),
+            Some(&detail),
+        )
+        .await;
+        Ok(ended)
     }
 
     /// The caller's live sessions, the most recently used first.
@@ -528,15 +729,25 @@ impl AuthService {
 
     /// Ends one of the caller's sessions (possibly the current one). Another user's session, or
     /// one that has ended already, is not found.
-    pub async fn delete_session(&self, who: &Principal, session: Uuid) -> Result<()> {
-        if self
-            .end_session(who.user_id, session, "deleted by its user")
-            .await?
-        {
-            Ok(())
-        } else {
-            Err(Error::NotFound)
+    pub async fn delete_session(
+        &self,
+        who: &Principal,
+        session: Uuid,
+        client: &ClientInfo,
+    ) -> Result<()> {
+        if !self.end_session(who.user_id, session, "deleted").await? {
+            return Err(Error::NotFound);
         }
+        let detail = format!("by_session={}", who.session_id);
+        self.audit(
+            "session.revoked",
+            Some(who.user_id),
+            Some(session),
+            Some(client),
+            Some(&detail),
+        )
+        .await;
+        Ok(())
     }
 
     /// Changes the caller's password after checking the current one; every other session ends.
@@ -545,14 +756,26 @@ impl AuthService {
         who: &Principal,
         current: SecretString,
         new: SecretString,
+        client: &ClientInfo,
     ) -> Result<u64> {
         check_policy(new.expose_secret())?;
         let user = self.user(who).await?;
         self.recheck_password(&user, current).await?;
         let hash = self.hasher.hash(new).await?;
         self.store.set_password_hash(user.id, &hash).await?;
-        self.end_sessions(user.id, Some(who.session_id), "password changed")
-            .await
+        let ended = self
+            .end_sessions(user.id, Some(who.session_id), "password_changed")
+            .await?;
+        let detail = format!("other_sessions_ended={ended}");
+        self.audit(
+            "password.changed",
+            Some(user.id),
+            Some(who.session_id),
+            Some(client),
+            Some(&detail),
+        )
+        .await;
+        Ok(ended)
     }
 
     /// A bearer call's re-check of the password, within the account's allowance of failures (a
@@ -578,7 +801,11 @@ impl AuthService {
             .throttle
             .take_account_slot(&user.email_normalized)
             .await?;
-        if self.check_second_factor(user, sealed_secret, code).await? {
+        if self
+            .check_second_factor(user, sealed_secret, code)
+            .await?
+            .is_some()
+        {
             self.throttle.give_back(slot).await
         } else {
             Err(Error::CodeRecheckFailed)
@@ -591,6 +818,7 @@ impl AuthService {
         who: &Principal,
         password: SecretString,
         code: &str,
+        client: &ClientInfo,
     ) -> Result<()> {
         let user = self.user(who).await?;
         let sealed = user
@@ -601,12 +829,25 @@ impl AuthService {
         self.recheck_password(&user, password).await?;
         self.recheck_code(&user, sealed, code).await?;
         self.store.disable_totp(user.id).await?;
+        self.audit(
+            "two_factor.disabled",
+            Some(user.id),
+            Some(who.session_id),
+            Some(client),
+            None,
+        )
+        .await;
         Ok(())
     }
 
     /// A new set of recovery codes for the caller, after checking a code (TOTP or recovery); the
     /// old set is void.
-    pub async fn new_recovery_codes(&self, who: &Principal, code: &str) -> Result<Vec<String>> {
+    pub async fn new_recovery_codes(
+        &self,
+        who: &Principal,
+        code: &str,
+        client: &ClientInfo,
+    ) -> Result<Vec<String>> {
         let user = self.user(who).await?;
         let sealed = user
             .totp_secret
@@ -617,6 +858,14 @@ impl AuthService {
         if !self.store.replace_recovery_codes(user.id, &hashes).await? {
             return Err(Error::TwoFactorNotEnabled);
         }
+        self.audit(
+            "recovery_codes.regenerated",
+            Some(user.id),
+            Some(who.session_id),
+            Some(client),
+            None,
+        )
+        .await;
         Ok(codes)
     }
 
@@ -675,7 +924,12 @@ impl AuthService {
 
     /// Confirms the pending secret with a code from it and turns 2FA on; returns the recovery
     /// codes, shown this once (only their keyed hashes are kept).
-    pub async fn enable_two_factor(&self, who: &Principal, code: &str) -> Result<Vec<String>> {
+    pub async fn enable_two_factor(
+        &self,
+        who: &Principal,
+        code: &str,
+        client: &ClientInfo,
+    ) -> Result<Vec<String>> {
         let user = self.user(who).await?;
         if user.two_factor_enabled() {
             return Err(Error::TwoFactorAlreadyEnabled);
@@ -698,6 +952,14 @@ impl AuthService {
             // Enabled or set up again by a concurrent request.
             return Err(Error::TwoFactorAlreadyEnabled);
         }
+        self.audit(
+            "two_factor.enabled",
+            Some(user.id),
+            Some(who.session_id),
+            Some(client),
+            None,
+        )
+        .await;
         Ok(codes)
     }
 
@@ -714,15 +976,21 @@ impl AuthService {
             )
             .await?;
         purged.throttles = self.throttle.housekeep(now).await?;
+        purged.audit_events = self
+            .store
+            .purge_events(now - self.audit_retention_ms)
+            .await?;
         Ok(purged)
     }
 
-    /// Creates an account (CLI `user add`, and registration when open).
+    /// Creates an account: `via` is `cli` (`user add`) or `registration` (with the client).
     pub async fn create_user(
         &self,
         email: &Email,
         name: &FullName,
         password: SecretString,
+        via: &str,
+        client: Option<&ClientInfo>,
     ) -> Result<UserRow> {
         check_policy(password.expose_secret())?;
         let hash = self.hasher.hash(password).await?;
@@ -743,6 +1011,8 @@ impl AuthService {
             Err(e) if is_unique_violation(&e) => return Err(Error::EmailTaken),
             Err(e) => return Err(e.into()),
         }
+        self.audit("user.created", Some(id), None, client, Some(via))
+            .await;
         self.store
             .user_by_id(id)
             .await?
@@ -760,12 +1030,18 @@ impl AuthService {
     pub async fn disable_user(&self, email: &Email) -> Result<u64> {
         let user = self.find_user(email).await?;
         self.store.set_disabled(user.id, true).await?;
-        self.end_sessions(user.id, None, "account disabled").await
+        let ended = self.end_sessions(user.id, None, "account_disabled").await?;
+        let detail = format!("via=cli sessions_ended={ended}");
+        self.audit("user.disabled", Some(user.id), None, None, Some(&detail))
+            .await;
+        Ok(ended)
     }
 
     pub async fn enable_user(&self, email: &Email) -> Result<()> {
         let user = self.find_user(email).await?;
         self.store.set_disabled(user.id, false).await?;
+        self.audit("user.enabled", Some(user.id), None, None, Some("via=cli"))
+            .await;
         Ok(())
     }
 
@@ -775,14 +1051,27 @@ impl AuthService {
         let user = self.find_user(email).await?;
         let hash = self.hasher.hash(password).await?;
         self.store.set_password_hash(user.id, &hash).await?;
-        self.end_sessions(user.id, None, "password set by administrator")
-            .await
+        let ended = self
+            .end_sessions(user.id, None, "password_set_by_admin")
+            .await?;
+        let detail = format!("via=cli sessions_ended={ended}");
+        self.audit("password.changed", Some(user.id), None, None, Some(&detail))
+            .await;
+        Ok(ended)
     }
 
     /// Turns 2FA off for an account that lost its authenticator (administrator).
     pub async fn reset_two_factor(&self, email: &Email) -> Result<()> {
         let user = self.find_user(email).await?;
         self.store.disable_totp(user.id).await?;
+        self.audit(
+            "two_factor.disabled",
+            Some(user.id),
+            None,
+            None,
+            Some("via=cli reset"),
+        )
+        .await;
         Ok(())
     }
 }

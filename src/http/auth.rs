@@ -183,12 +183,13 @@ error_responses!(RefreshErrors:
     responses((status = 200, description = "A new token set", body = Envelope<TokenSet>), RefreshErrors))]
 async fn refresh(
     State(state): State<AppState>,
+    Client(client): Client,
     AppJson(body): AppJson<RefreshRequest>,
 ) -> Result<Answer<TokenSet>> {
     let mut v = Validator::new();
     let token = v.check("refreshToken", non_empty(body.refresh_token));
     let token = v.finish(token)?;
-    Ok(ok(state.auth.refresh(&token).await?))
+    Ok(ok(state.auth.refresh(&token, &client).await?))
 }
 
 #[derive(Deserialize, Default, ToSchema)]
@@ -234,6 +235,7 @@ error_responses!(RegisterErrors:
     responses((status = 201, description = "The new account", body = Envelope<Registered>), RegisterErrors))]
 async fn register(
     State(state): State<AppState>,
+    Client(client): Client,
     AppJson(body): AppJson<RegisterRequest>,
 ) -> Result<(StatusCode, Answer<Registered>)> {
     if !state.registration_open {
@@ -246,7 +248,13 @@ async fn register(
     let (email, (name, password)) = v.finish(email.zip(name.zip(password)))?;
     let user = state
         .auth
-        .create_user(&email, &name, SecretString::from(password))
+        .create_user(
+            &email,
+            &name,
+            SecretString::from(password),
+            "registration",
+            Some(&client),
+        )
         .await?;
     let user = UserView::from(&user);
     Ok((StatusCode::CREATED, ok(Registered { user })))
@@ -288,6 +296,7 @@ error_responses!(BearerBodyErrors: body_errors(), bearer_errors(), server_errors
 async fn logout(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
+    Client(client): Client,
     MaybeJson(body): MaybeJson<LogoutRequest>,
 ) -> Result<Answer<RevokedSessions>> {
     let scope = match body.and_then(|b| b.scope).as_deref() {
@@ -296,7 +305,7 @@ async fn logout(
         Some("all") => LogoutScope::All,
         Some(_) => return Err(Error::field("scope", "must be current, others or all")),
     };
-    let revoked_sessions = state.auth.logout(&who, scope).await?;
+    let revoked_sessions = state.auth.logout(&who, scope, &client).await?;
     Ok(ok(RevokedSessions { revoked_sessions }))
 }
 
@@ -343,9 +352,10 @@ error_responses!(BearerNotFoundErrors: bearer_errors(), [Error::NotFound], serve
 async fn delete_session(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
+    Client(client): Client,
     PathId(id): PathId,
 ) -> Result<Answer<Deleted>> {
-    state.auth.delete_session(&who, id).await?;
+    state.auth.delete_session(&who, id, &client).await?;
     Ok(ok(Deleted { id }))
 }
 
@@ -379,6 +389,7 @@ error_responses!(PasswordErrors:
 async fn change_password(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
+    Client(client): Client,
     AppJson(body): AppJson<PasswordRequest>,
 ) -> Result<Answer<Done>> {
     let mut v = Validator::new();
@@ -387,7 +398,12 @@ async fn change_password(
     let (current, new) = v.finish(current.zip(new))?;
     state
         .auth
-        .change_password(&who, SecretString::from(current), SecretString::from(new))
+        .change_password(
+            &who,
+            SecretString::from(current),
+            SecretString::from(new),
+            &client,
+        )
         .await?;
     Ok(ok(Done {}))
 }
@@ -440,10 +456,11 @@ error_responses!(EnableErrors:
 async fn enable_two_factor(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
+    Client(client): Client,
     AppJson(body): AppJson<CodeRequest>,
 ) -> Result<Answer<RecoveryCodes>> {
     let code = code(body.code)?;
-    let recovery_codes = state.auth.enable_two_factor(&who, &code).await?;
+    let recovery_codes = state.auth.enable_two_factor(&who, &code, &client).await?;
     Ok(ok(RecoveryCodes { recovery_codes }))
 }
 
@@ -479,6 +496,7 @@ error_responses!(DisableErrors:
 async fn disable_two_factor(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
+    Client(client): Client,
     AppJson(body): AppJson<DisableRequest>,
 ) -> Result<Answer<Done>> {
     let mut v = Validator::new();
@@ -487,7 +505,7 @@ async fn disable_two_factor(
     let (password, code) = v.finish(password.zip(code))?;
     state
         .auth
-        .disable_two_factor(&who, SecretString::from(password), &code)
+        .disable_two_factor(&who, SecretString::from(password), &code, &client)
         .await?;
     Ok(ok(Done {}))
 }
@@ -507,9 +525,10 @@ error_responses!(RecoveryErrors:
 async fn new_recovery_codes(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
+    Client(client): Client,
     AppJson(body): AppJson<CodeRequest>,
 ) -> Result<Answer<RecoveryCodes>> {
     let code = code(body.code)?;
-    let recovery_codes = state.auth.new_recovery_codes(&who, &code).await?;
+    let recovery_codes = state.auth.new_recovery_codes(&who, &code, &client).await?;
     Ok(ok(RecoveryCodes { recovery_codes }))
 }

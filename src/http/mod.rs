@@ -41,6 +41,7 @@ pub struct Inner {
     pub registration_open: bool,
     /// A request's whole body must arrive within this.
     pub body_timeout: std::time::Duration,
+    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
 }
 
 impl AppState {
@@ -115,7 +116,12 @@ pub fn router(state: AppState) -> Router {
                         .get::<axum::extract::MatchedPath>()
                         .map(|p| p.as_str().to_owned())
                         .unwrap_or_else(|| "unmatched".into());
-                    tracing::info_span!("request", method = %req.method(), route = %route)
+                    let id = req
+                        .headers()
+                        .get(REQUEST_ID)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("");
+                    tracing::info_span!("request", id = %id, method = %req.method(), route = %route)
                 })
                 // 5xx causes are logged once, with their chain, where the error becomes a response.
                 .on_failure(()),
@@ -125,10 +131,74 @@ pub fn router(state: AppState) -> Router {
                 Error::internal(anyhow::anyhow!("a request handler panicked")).into_response()
             },
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            record_request,
+        ))
+        .layer(axum::middleware::from_fn(request_id))
         // Marked sensitive, these headers print as "Sensitive" in any log or debug output.
         .layer(SetSensitiveRequestHeadersLayer::new([
             header::AUTHORIZATION,
             header::COOKIE,
         ]))
         .with_state(state)
+}
+
+const REQUEST_ID: &str = "x-request-id";
+
+/// Every request has an id, logged with it and returned in `X-Request-Id`: the caller's own if it
+/// is a plausible id (1–128 of `A-Z a-z 0-9 . _ : -`, so it cannot forge log lines), else a new
+/// UUIDv7.
+async fn request_id(mut req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let given = req
+        .headers()
+        .get(REQUEST_ID)
+        .filter(|v| {
+            let b = v.as_bytes();
+            (1..=128).contains(&b.len())
+                && b.iter()
+                    .all(|c| c.is_ascii_alphanumeric() || b"._:-".contains(c))
+        })
+        .cloned();
+    let id = given.unwrap_or_else(|| {
+        header::HeaderValue::from_str(&uuid::Uuid::now_v7().to_string())
+            .unwrap_or(header::HeaderValue::from_static("unknown"))
+    });
+    req.headers_mut().insert(REQUEST_ID, id.clone());
+    let mut response = next.run(req).await;
+    response.headers_mut().insert(REQUEST_ID, id);
+    response
+}
+
+/// Counts and times every answer by method and route template.
+async fn record_request(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let started = std::time::Instant::now();
+    // Only the standard methods, so made-up ones cannot grow the number of series.
+    let method: &'static str = match req.method().as_str() {
+        "GET" => "GET",
+        "POST" => "POST",
+        "PUT" => "PUT",
+        "PATCH" => "PATCH",
+        "DELETE" => "DELETE",
+        "HEAD" => "HEAD",
+        "OPTIONS" => "OPTIONS",
+        _ => "other",
+    };
+    let route = req
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or("unmatched", |p| p.as_str())
+        .to_owned();
+    let response = next.run(req).await;
+    state.metrics.request(
+        method,
+        &route,
+        response.status().as_u16(),
+        started.elapsed(),
+    );
+    response
 }

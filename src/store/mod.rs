@@ -10,6 +10,7 @@ use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
+pub mod audit;
 pub mod contacts;
 pub mod keys;
 pub mod sessions;
@@ -89,6 +90,14 @@ impl Store {
             .await
             .map(|_| ()))?;
         Ok(())
+    }
+
+    /// Connections of the pool: (idle, in use).
+    pub fn pool_use(&self) -> (u32, u32) {
+        on_pool!(self, |pool| {
+            let idle = pool.num_idle() as u32;
+            (idle, pool.size().saturating_sub(idle))
+        })
     }
 
     pub async fn close(&self) {

@@ -48,6 +48,7 @@ pub struct Purged {
     pub refresh_tokens: u64,
     pub challenges: u64,
     pub throttles: u64,
+    pub audit_events: u64,
 }
 
 impl Store {
@@ -279,6 +280,7 @@ impl Store {
                 refresh_tokens,
                 challenges,
                 throttles: 0,
+                audit_events: 0,
             })
         })
     }

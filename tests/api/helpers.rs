@@ -145,6 +145,8 @@ fn with_database(server: &str, name: &str) -> String {
 
 pub struct TestApp {
     pub http: Http,
+    /// `http://ADDR` of the metrics listener, when the settings asked for one.
+    pub metrics_address: Option<String>,
     pub state: AppState,
     pub db: TestDatabase,
     shutdown: Option<tokio::sync::oneshot::Sender<()>>,
@@ -179,6 +181,7 @@ pub async fn spawn_app_with(backend: Backend, args: SettingsArgs) -> TestApp {
         .await
         .expect("the application starts");
     let address = format!("http://{}", app.local_addr());
+    let metrics_address = app.metrics_addr().map(|a| format!("http://{a}"));
     let state = app.state().clone();
     let (tx, rx) = tokio::sync::oneshot::channel::<()>();
     tokio::spawn(app.run_until(async {
@@ -186,6 +189,7 @@ pub async fn spawn_app_with(backend: Backend, args: SettingsArgs) -> TestApp {
     }));
     TestApp {
         http: Http::new(address),
+        metrics_address,
         state,
         db,
         shutdown: Some(tx),
@@ -368,7 +372,7 @@ impl TestApp {
         let name = gatehouse::domain::FullName::parse("Test User").unwrap();
         self.state
             .auth
-            .create_user(&email, &name, password.to_owned().into())
+            .create_user(&email, &name, password.to_owned().into(), "cli", None)
             .await
             .expect("user created")
             .id
@@ -416,6 +420,8 @@ impl TestDatabase {
 pub struct Instance {
     pub http: Http,
     child: std::process::Child,
+    /// Every line the process wrote to stderr (its log), as it arrives.
+    pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Instance {
@@ -431,22 +437,47 @@ impl Instance {
             .stderr(Stdio::piped())
             .spawn()
             .expect("gatehouse serve starts");
+        let log = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let address = loop {
             let line = lines
                 .next()
                 .expect("serve names its address before it exits")
                 .unwrap();
+            log.lock().unwrap().push(line.clone());
             if let Some(rest) = line.split("listening on http://").nth(1) {
-                break rest.trim().to_owned();
+                // In JSON logs the address is followed by the rest of the object.
+                break rest
+                    .split(|c: char| c == '"' || c.is_whitespace())
+                    .next()
+                    .unwrap()
+                    .to_owned();
             }
         };
         // Keep reading, or a full pipe would stall the server's logging.
-        std::thread::spawn(move || for _ in lines {});
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in lines.map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
         Instance {
             http: Http::new(format!("http://{address}")),
             child,
+            log,
         }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Sends SIGTERM and waits for the process to end.
+    pub fn stop(&mut self) -> std::process::ExitStatus {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        self.child.wait().unwrap()
     }
 }
 

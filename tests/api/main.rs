@@ -11,6 +11,7 @@ mod docs;
 mod errors;
 mod instances;
 mod login;
+mod operations;
 mod refresh;
 mod sessions;
 mod slow;
