@@ -465,3 +465,50 @@ fn json_logs_and_refused_settings_through_the_binary() {
     );
     fails_with(&output, "listen_port");
 }
+
+/// The README's settings file with every key is valid, and does name every key.
+#[test]
+fn the_readme_settings_example_is_valid_and_complete() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let block = readme
+        .split("<!-- settings-example -->")
+        .nth(1)
+        .and_then(|rest| rest.split("```toml").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the settings example in the README");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("gatehouse.toml");
+    std::fs::write(&path, block).unwrap();
+    let settings = gatehouse::config::Settings::resolve(&gatehouse::config::SettingsArgs {
+        config: Some(path),
+        ..Default::default()
+    })
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(settings.audience, "crm-api");
+    assert_eq!(settings.max_connections, 1024);
+    assert!(settings.metrics_listen.is_some());
+    let keys: Vec<&str> = block
+        .lines()
+        .filter_map(|l| l.split_once(" = ").map(|(k, _)| k.trim()))
+        .collect();
+    let help = String::from_utf8(
+        Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+            .args(["serve", "--help"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    // Every flag of a setting (all but --config and --help) has its key in the example.
+    for flag in help.split_whitespace().filter(|w| w.starts_with("--")) {
+        let key = flag.trim_start_matches("--").replace('-', "_");
+        if key == "config" || key == "help" {
+            continue;
+        }
+        assert!(
+            keys.contains(&key.as_str()),
+            "{key} is missing from the example"
+        );
+    }
+}

@@ -396,6 +396,16 @@ impl TestApp {
 }
 
 impl TestDatabase {
+    /// A database someone else made and will remove (the whole server is the test's own).
+    pub fn external(url: &str, master_key: String) -> TestDatabase {
+        TestDatabase {
+            url: url.to_owned(),
+            master_key: Some(master_key),
+            _dir: tempfile::tempdir().expect("temporary folder"),
+            postgres: None,
+        }
+    }
+
     /// The real `gatehouse` binary with this database's settings and nothing else from the
     /// environment.
     pub fn command(&self) -> Command {

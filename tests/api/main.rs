@@ -12,6 +12,7 @@ mod errors;
 mod instances;
 mod login;
 mod operations;
+mod outage;
 mod refresh;
 mod sessions;
 mod slow;
