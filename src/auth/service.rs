@@ -621,7 +621,7 @@ impl AuthService {
     /// The caller of a bearer call: a valid access token whose session is not revoked. No database
     /// round trip: revocations are known in memory (`LiveSessions`).
     pub fn authenticate(&self, access_token: &str) -> Result<Principal> {
-        let claims = self.tokens.verify_access(access_token)?;
+        let claims = self.tokens.verify_access_cached(access_token)?;
         if self.live.is_revoked(claims.sid) {
             return Err(Error::TokenInvalid);
         }

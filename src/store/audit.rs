@@ -2,7 +2,7 @@
 
 use uuid::Uuid;
 
-use super::{Store, on_pool};
+use super::{Store, on_pool, on_write_pool};
 
 pub struct NewEvent<'a> {
     pub at: i64,
@@ -30,7 +30,7 @@ impl Store {
     pub async fn insert_event(&self, e: &NewEvent<'_>) -> Result<(), sqlx::Error> {
         let sql = "INSERT INTO audit_events (id, at, event, user_id, session_id, ip, user_agent, \
                    detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
-        on_pool!(self, |pool| sqlx::query(sql)
+        on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(Uuid::now_v7())
             .bind(e.at)
             .bind(e.event)
@@ -71,7 +71,7 @@ impl Store {
     /// Deletes events older than `before`.
     pub async fn purge_events(&self, before: i64) -> Result<u64, sqlx::Error> {
         let sql = "DELETE FROM audit_events WHERE at < $1";
-        on_pool!(self, |pool| sqlx::query(sql)
+        on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(before)
             .execute(pool)
             .await

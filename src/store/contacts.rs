@@ -2,7 +2,7 @@
 
 use uuid::Uuid;
 
-use super::{Store, on_pool};
+use super::{Store, on_pool, on_write_pool};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct ContactRow {
@@ -37,7 +37,7 @@ impl Store {
     ) -> Result<(), sqlx::Error> {
         let sql = "INSERT INTO contacts (id, owner_id, full_name, email, phone, company, notes, \
                    search_text, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
-        on_pool!(self, |pool| sqlx::query(sql)
+        on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(row.id)
             .bind(owner)
             .bind(&row.full_name)
@@ -75,7 +75,7 @@ impl Store {
              search_text = $8, updated_at = $9 WHERE owner_id = $1 AND id = $2 \
              RETURNING {CONTACT_COLUMNS}"
         );
-        on_pool!(self, |pool| sqlx::query_as(&sql)
+        on_write_pool!(self, |pool| sqlx::query_as(&sql)
             .bind(owner)
             .bind(id)
             .bind(fields.full_name)
@@ -91,7 +91,7 @@ impl Store {
 
     pub async fn delete_contact(&self, owner: Uuid, id: Uuid) -> Result<bool, sqlx::Error> {
         let sql = "DELETE FROM contacts WHERE owner_id = $1 AND id = $2";
-        let n = on_pool!(self, |pool| sqlx::query(sql)
+        let n = on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(owner)
             .bind(id)
             .execute(pool)

@@ -1,6 +1,6 @@
 //! Signing keys: one active, the retired ones kept while tokens they signed may still be presented.
 
-use super::{Store, now_ms, on_pool};
+use super::{Store, now_ms, on_pool, on_write_pool};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct KeyRow {
@@ -32,7 +32,7 @@ impl Store {
     pub async fn insert_first_key(&self, key: &KeyRow) -> Result<bool, sqlx::Error> {
         let sql = "INSERT INTO signing_keys (kid, private_key, public_key, state, created_at) \
                    VALUES ($1, $2, $3, 'active', $4) ON CONFLICT DO NOTHING";
-        let n = on_pool!(self, |pool| sqlx::query(sql)
+        let n = on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(&key.kid)
             .bind(&key.private_key)
             .bind(&key.public_key)
@@ -49,7 +49,7 @@ impl Store {
             "UPDATE signing_keys SET state = 'retired', retired_at = $1 WHERE state = 'active'";
         let insert = "INSERT INTO signing_keys (kid, private_key, public_key, state, created_at) \
                       VALUES ($1, $2, $3, 'active', $4)";
-        on_pool!(self, |pool| {
+        on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query(retire).bind(now_ms()).execute(&mut *tx).await?;
             sqlx::query(insert)

@@ -20,20 +20,35 @@ pub mod users;
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs `$body` with `$pool` bound to the concrete pool, so the same query text and types serve
-/// both backends while each is compiled against its own driver (no `Any` row conversion).
+/// both backends while each is compiled against its own driver (no `Any` row conversion). For
+/// reads; what writes uses `on_write_pool!`.
 macro_rules! on_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.backend {
-            $crate::store::Backend::Sqlite($pool) => $body,
+            $crate::store::Backend::Sqlite { read: $pool, .. } => $body,
             $crate::store::Backend::Postgres($pool) => $body,
         }
     };
 }
 pub(crate) use on_pool;
 
+/// `on_pool!` for statements and transactions that write. SQLite has one writer at a time: left to
+/// itself, a writer that finds the database locked sleeps in growing steps (its busy handler) and
+/// tries again, which showed as a 90 ms p99 on refresh under load. Writing through a pool of one
+/// connection makes the writers of this process queue instead, in order and without sleeping.
+macro_rules! on_write_pool {
+    ($store:expr, |$pool:ident| $body:expr) => {
+        match &$store.backend {
+            $crate::store::Backend::Sqlite { write: $pool, .. } => $body,
+            $crate::store::Backend::Postgres($pool) => $body,
+        }
+    };
+}
+pub(crate) use on_write_pool;
+
 #[derive(Clone, Debug)]
 pub(crate) enum Backend {
-    Sqlite(SqlitePool),
+    Sqlite { read: SqlitePool, write: SqlitePool },
     Postgres(PgPool),
 }
 
@@ -57,13 +72,19 @@ impl Store {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(5))
                 .foreign_keys(true);
-            let pool = SqlitePoolOptions::new()
+            let write = SqlitePoolOptions::new()
+                .max_connections(1)
+                .min_connections(1)
+                .acquire_timeout(ACQUIRE_TIMEOUT)
+                .connect_with(options.clone())
+                .await?;
+            let read = SqlitePoolOptions::new()
                 .max_connections(8)
                 .min_connections(1)
                 .acquire_timeout(ACQUIRE_TIMEOUT)
-                .connect_with(options)
+                .connect_with(options.read_only(true))
                 .await?;
-            Backend::Sqlite(pool)
+            Backend::Sqlite { read, write }
         } else {
             let options = PgConnectOptions::from_str(url)?;
             let pool = PgPoolOptions::new()
@@ -79,7 +100,7 @@ impl Store {
     /// Applies the embedded migrations (PostgreSQL: under an advisory lock, so instances starting
     /// together take turns).
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        on_pool!(self, |pool| MIGRATOR.run(pool).await)?;
+        on_write_pool!(self, |pool| MIGRATOR.run(pool).await)?;
         Ok(())
     }
 
@@ -101,7 +122,13 @@ impl Store {
     }
 
     pub async fn close(&self) {
-        on_pool!(self, |pool| pool.close().await)
+        match &self.backend {
+            Backend::Sqlite { read, write } => {
+                read.close().await;
+                write.close().await;
+            }
+            Backend::Postgres(pool) => pool.close().await,
+        }
     }
 }
 

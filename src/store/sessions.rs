@@ -2,7 +2,7 @@
 
 use uuid::Uuid;
 
-use super::{Store, on_pool};
+use super::{Store, on_pool, on_write_pool};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct SessionRow {
@@ -58,7 +58,7 @@ impl Store {
                               last_used_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $6, $7)";
         let insert_refresh = "INSERT INTO refresh_tokens (jti, session_id, issued_at, expires_at) \
                               VALUES ($1, $2, $3, $4)";
-        on_pool!(self, |pool| {
+        on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             sqlx::query(insert_session)
                 .bind(s.id)
@@ -112,7 +112,7 @@ impl Store {
             "UPDATE sessions SET last_used_at = $2, expires_at = $3 \
              WHERE id = $1 AND revoked_at IS NULL RETURNING {SESSION_COLUMNS}"
         );
-        on_pool!(self, |pool| {
+        on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             let consumed: Option<Uuid> = sqlx::query_scalar(consume)
                 .bind(jti)
@@ -177,7 +177,7 @@ impl Store {
     ) -> Result<bool, sqlx::Error> {
         let sql = "UPDATE sessions SET revoked_at = $3, revoked_reason = $4 \
                    WHERE id = $1 AND user_id = $2 AND revoked_at IS NULL";
-        let n = on_pool!(self, |pool| sqlx::query(sql)
+        let n = on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(user_id)
             .bind(now)
@@ -199,7 +199,7 @@ impl Store {
         let sql = "UPDATE sessions SET revoked_at = $2, revoked_reason = $3 \
                    WHERE user_id = $1 AND revoked_at IS NULL AND ($4 IS NULL OR id <> $4) \
                    RETURNING id";
-        on_pool!(self, |pool| sqlx::query_scalar(sql)
+        on_write_pool!(self, |pool| sqlx::query_scalar(sql)
             .bind(user_id)
             .bind(now)
             .bind(reason)
@@ -238,7 +238,7 @@ impl Store {
     /// Records when sessions were last used, in one transaction; a time never moves back.
     pub async fn touch_sessions(&self, used: &[(Uuid, i64)]) -> Result<(), sqlx::Error> {
         let sql = "UPDATE sessions SET last_used_at = $2 WHERE id = $1 AND last_used_at < $2";
-        on_pool!(self, |pool| {
+        on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             for (id, at) in used {
                 sqlx::query(sql).bind(id).bind(at).execute(&mut *tx).await?;
@@ -259,7 +259,7 @@ impl Store {
         let sessions = "DELETE FROM sessions WHERE expires_at < $1 OR revoked_at < $1";
         let refresh = "DELETE FROM refresh_tokens WHERE consumed_at < $1";
         let challenges = "DELETE FROM temp_tokens WHERE expires_at < $1";
-        on_pool!(self, |pool| {
+        on_write_pool!(self, |pool| {
             let sessions = sqlx::query(sessions)
                 .bind(ended_before)
                 .execute(pool)
@@ -292,7 +292,7 @@ impl Store {
         expires_at: i64,
     ) -> Result<(), sqlx::Error> {
         let sql = "INSERT INTO temp_tokens (token_hash, user_id, expires_at) VALUES ($1, $2, $3)";
-        on_pool!(self, |pool| sqlx::query(sql)
+        on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(&token_hash[..])
             .bind(user_id)
             .bind(expires_at)
@@ -315,7 +315,7 @@ impl Store {
         let sql = "UPDATE temp_tokens SET attempts = attempts + 1 \
                    WHERE token_hash = $1 AND used_at IS NULL AND attempts < $2 AND expires_at > $3 \
                    RETURNING user_id, attempts";
-        on_pool!(self, |pool| sqlx::query_as(sql)
+        on_write_pool!(self, |pool| sqlx::query_as(sql)
             .bind(&token_hash[..])
             .bind(max_attempts)
             .bind(now)
@@ -330,7 +330,7 @@ impl Store {
         now: i64,
     ) -> Result<bool, sqlx::Error> {
         let sql = "UPDATE temp_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL";
-        let n = on_pool!(self, |pool| sqlx::query(sql)
+        let n = on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(&token_hash[..])
             .bind(now)
             .execute(pool)

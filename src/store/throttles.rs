@@ -1,6 +1,6 @@
 //! Account throttling state (GCRA), shared through the database. See `auth::throttle`.
 
-use super::{Store, on_pool};
+use super::{Store, on_pool, on_write_pool};
 
 impl Store {
     /// Takes one slot of `key`'s allowance if it has one: moves its arrival time one `interval`
@@ -18,7 +18,7 @@ impl Store {
                    SET tat = (CASE WHEN throttles.tat > $2 THEN throttles.tat ELSE $2 END) + $3 \
                    WHERE throttles.tat - $2 <= $4 \
                    RETURNING tat";
-        let taken: Option<i64> = on_pool!(self, |pool| sqlx::query_scalar(sql)
+        let taken: Option<i64> = on_write_pool!(self, |pool| sqlx::query_scalar(sql)
             .bind(key)
             .bind(now)
             .bind(interval)
@@ -31,7 +31,7 @@ impl Store {
     /// Gives back a slot taken for an attempt that succeeded.
     pub async fn return_throttle_slot(&self, key: &str, interval: i64) -> Result<(), sqlx::Error> {
         let sql = "UPDATE throttles SET tat = tat - $2 WHERE key = $1";
-        on_pool!(self, |pool| sqlx::query(sql)
+        on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(key)
             .bind(interval)
             .execute(pool)
@@ -51,7 +51,7 @@ impl Store {
     /// Deletes keys whose arrival time has passed: they hold no state.
     pub async fn purge_throttles(&self, now: i64) -> Result<u64, sqlx::Error> {
         let sql = "DELETE FROM throttles WHERE tat < $1";
-        on_pool!(self, |pool| sqlx::query(sql)
+        on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(now)
             .execute(pool)
             .await

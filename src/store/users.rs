@@ -2,7 +2,7 @@
 
 use uuid::Uuid;
 
-use super::{Store, now_ms, on_pool};
+use super::{Store, now_ms, on_pool, on_write_pool};
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct UserRow {
@@ -40,7 +40,7 @@ impl Store {
         let now = now_ms();
         let sql = "INSERT INTO users (id, email, email_normalized, full_name, password_hash, \
                    created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)";
-        on_pool!(self, |pool| sqlx::query(sql)
+        on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(user.id)
             .bind(user.email)
             .bind(user.email_normalized)
@@ -79,7 +79,7 @@ impl Store {
 
     pub async fn set_password_hash(&self, id: Uuid, hash: &str) -> Result<bool, sqlx::Error> {
         let sql = "UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1";
-        let done = on_pool!(self, |pool| sqlx::query(sql)
+        let done = on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(hash)
             .bind(now_ms())
@@ -98,7 +98,7 @@ impl Store {
         new: &str,
     ) -> Result<(), sqlx::Error> {
         let sql = "UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2";
-        on_pool!(self, |pool| sqlx::query(sql)
+        on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(old)
             .bind(new)
@@ -110,7 +110,7 @@ impl Store {
 
     pub async fn set_disabled(&self, id: Uuid, disabled: bool) -> Result<(), sqlx::Error> {
         let sql = "UPDATE users SET disabled = $2, updated_at = $3 WHERE id = $1";
-        on_pool!(self, |pool| sqlx::query(sql)
+        on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(disabled)
             .bind(now_ms())
@@ -122,7 +122,7 @@ impl Store {
 
     pub async fn set_totp_pending(&self, id: Uuid, sealed: &[u8]) -> Result<(), sqlx::Error> {
         let sql = "UPDATE users SET totp_pending = $2, updated_at = $3 WHERE id = $1";
-        on_pool!(self, |pool| sqlx::query(sql)
+        on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(sealed)
             .bind(now_ms())
@@ -145,7 +145,7 @@ impl Store {
         let enable = "UPDATE users SET totp_secret = totp_pending, totp_pending = NULL, \
                       totp_last_step = $3, updated_at = $4 \
                       WHERE id = $1 AND totp_pending = $2 AND totp_secret IS NULL";
-        on_pool!(self, |pool| {
+        on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             let enabled = sqlx::query(enable)
                 .bind(id)
@@ -184,7 +184,7 @@ impl Store {
         // The UPDATE comes first: it locks the user row, so a concurrent disable either ran before
         // (and this finds 2FA off) or waits for these codes and then deletes them.
         let lock = "UPDATE users SET updated_at = $2 WHERE id = $1 AND totp_secret IS NOT NULL";
-        on_pool!(self, |pool| {
+        on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             let enabled = sqlx::query(lock)
                 .bind(id)
@@ -215,7 +215,7 @@ impl Store {
     pub async fn disable_totp(&self, id: Uuid) -> Result<bool, sqlx::Error> {
         let sql = "UPDATE users SET totp_secret = NULL, totp_pending = NULL, totp_last_step = NULL, \
                    updated_at = $2 WHERE id = $1";
-        on_pool!(self, |pool| {
+        on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             let changed = sqlx::query(sql)
                 .bind(id)
@@ -236,7 +236,7 @@ impl Store {
     pub async fn claim_totp_step(&self, id: Uuid, step: i64) -> Result<bool, sqlx::Error> {
         let sql = "UPDATE users SET totp_last_step = $2 \
                    WHERE id = $1 AND (totp_last_step IS NULL OR totp_last_step < $2)";
-        let n = on_pool!(self, |pool| sqlx::query(sql)
+        let n = on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(step)
             .execute(pool)
@@ -249,7 +249,7 @@ impl Store {
     pub async fn use_recovery_code(&self, id: Uuid, hash: &[u8; 32]) -> Result<bool, sqlx::Error> {
         let sql = "UPDATE recovery_codes SET used_at = $3 \
                    WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL";
-        let n = on_pool!(self, |pool| sqlx::query(sql)
+        let n = on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(&hash[..])
             .bind(now_ms())

@@ -7,6 +7,7 @@ use crate::helpers::{Backend, both_backends, claims, spawn_app};
 both_backends!(
     access_tokens_verify_offline_with_the_jwk_set,
     an_expired_access_token_asks_for_a_refresh,
+    a_token_verified_once_still_expires_and_is_still_revoked,
     forged_and_foreign_tokens_are_invalid,
     a_missing_or_non_bearer_credential_is_unauthenticated,
     token_kinds_are_never_interchangeable,
@@ -157,4 +158,37 @@ async fn token_kinds_are_never_interchangeable(backend: Backend) {
         )
         .await;
     answer.error(401, "TEMP_TOKEN_INVALID");
+}
+
+/// Verified tokens are remembered (no second signature check), but never past their `exp` and
+/// never past their session's end.
+async fn a_token_verified_once_still_expires_and_is_still_revoked(backend: Backend) {
+    let app = crate::helpers::spawn_app_with(
+        backend,
+        gatehouse::config::SettingsArgs {
+            access_token_ttl: Some("1s".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let (access, _) = app.logged_in_user("kim@example.com").await;
+    let (other, _) = app.logged_in_user("lou@example.com").await;
+    app.get("/api/v1/auth/me", &access).await.data(200);
+    app.get("/api/v1/auth/me", &other).await.data(200);
+    app.call(
+        reqwest::Method::POST,
+        "/api/v1/auth/logout",
+        Some(&other),
+        None,
+    )
+    .await
+    .data(200);
+    app.get("/api/v1/auth/me", &other)
+        .await
+        .error(401, "TOKEN_INVALID");
+    // 1 s of life and 5 s of leeway, counted in whole seconds.
+    tokio::time::sleep(std::time::Duration::from_millis(7_500)).await;
+    app.get("/api/v1/auth/me", &access)
+        .await
+        .error(401, "TOKEN_EXPIRED");
 }
