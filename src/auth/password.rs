@@ -3,9 +3,10 @@
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock};
 
-use argon2::password_hash::{PasswordHash, PasswordHasher as _, PasswordVerifier as _, SaltString};
-use argon2::{Algorithm, Argon2, Params, Version};
+use argon2::password_hash::{PasswordHash, PasswordHasher as _, SaltString};
+use argon2::{Algorithm, Argon2, Block, Params, Version};
 use secrecy::{ExposeSecret, SecretString};
+use subtle::ConstantTimeEq as _;
 use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 
@@ -72,12 +73,19 @@ pub enum Verdict {
 /// work, and a client waiting longer would rather retry.
 const QUEUE_PER_CORE: usize = 16;
 
-/// Runs hashes on the blocking pool, never more at once than there are cores: each hash holds
-/// 19 MiB and a core for ~20 ms, and unbounded `spawn_blocking` would let a login flood hold
-/// hundreds of them. Callers beyond that wait their turn without holding a thread, up to a bound.
+/// A hash job, run on one of the hashing threads with that thread's Argon2 work memory.
+type Job = Box<dyn FnOnce(&mut Vec<Block>) + Send>;
+
+/// Runs hashes on threads of their own, one per core, each keeping its 19 MiB of Argon2 work
+/// memory from one hash to the next. Hand-written rather than `spawn_blocking`: there, each hash
+/// allocated its memory afresh on whichever of the blocking pool's threads it landed, and the
+/// allocator kept an arena per thread, so a login flood grew the process past 500 MiB (measured
+/// with `bench/suite.sh`); here the hashing memory is fixed at cores × 19 MiB, and no hash pays
+/// for mapping and zeroing fresh pages. Callers wait for a thread without holding one, up to a
+/// bound past which they are shed.
 #[derive(Clone)]
 pub struct PasswordHasher {
-    permits: Arc<Semaphore>,
+    jobs: std::sync::mpsc::Sender<Job>,
     /// Hashes running or waiting, bounded.
     admitted: Arc<Semaphore>,
     metrics: Arc<Metrics>,
@@ -88,34 +96,71 @@ impl PasswordHasher {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
+        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
+        let queue = Arc::new(std::sync::Mutex::new(queue));
+        for i in 0..cores {
+            let queue = queue.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("gatehouse-hash-{i}"))
+                .spawn(move || {
+                    let mut memory = Vec::new();
+                    loop {
+                        // The lock is held only to take the next job; the senders all gone, the
+                        // thread ends.
+                        let job = match queue.lock() {
+                            Ok(queue) => queue.recv(),
+                            Err(poisoned) => poisoned.into_inner().recv(),
+                        };
+                        match job {
+                            // A panicking job loses its answer (the caller gets an internal
+                            // error), not the thread.
+                            Ok(job) => {
+                                let run = std::panic::AssertUnwindSafe(|| job(&mut memory));
+                                let _ = std::panic::catch_unwind(run);
+                            }
+                            Err(_) => break,
+                        }
+                    }
+                });
+            if let Err(error) = spawned {
+                tracing::error!(error = %error, "cannot start a password hashing thread");
+            }
+        }
         PasswordHasher {
-            permits: Arc::new(Semaphore::new(cores)),
+            jobs,
             admitted: Arc::new(Semaphore::new(cores * (1 + QUEUE_PER_CORE))),
             metrics,
         }
     }
 
-    async fn run<T: Send + 'static>(&self, work: impl FnOnce() -> T + Send + 'static) -> Result<T> {
+    async fn run<T: Send + 'static>(
+        &self,
+        work: impl FnOnce(&mut Vec<Block>) -> T + Send + 'static,
+    ) -> Result<T> {
         let _admitted = self
             .admitted
             .try_acquire()
             .map_err(|_| Error::Overloaded { retry_after: 1 })?;
-        let queued = QueueSlot::enter(&self.metrics);
-        let waiting = std::time::Instant::now();
-        let _permit = self.permits.acquire().await.map_err(Error::internal)?;
-        self.metrics
-            .hash_wait
-            .observe(waiting.elapsed().as_secs_f64());
-        let _queued = queued;
+        let _queued = QueueSlot::enter(&self.metrics);
+        let (done, answer) = tokio::sync::oneshot::channel();
         let span = tracing::Span::current();
-        tokio::task::spawn_blocking(move || span.in_scope(work))
+        let metrics = self.metrics.clone();
+        let queued_at = std::time::Instant::now();
+        let job: Job = Box::new(move |memory| {
+            metrics.hash_wait.observe(queued_at.elapsed().as_secs_f64());
+            let _ = done.send(span.in_scope(|| work(memory)));
+        });
+        self.jobs
+            .send(job)
+            .map_err(|_| Error::internal(anyhow::anyhow!("the hashing threads are gone")))?;
+        answer
             .instrument(tracing::Span::current())
             .await
-            .map_err(Error::internal)
+            .map_err(|_| Error::internal(anyhow::anyhow!("a hashing thread failed")))
     }
 
     pub async fn hash(&self, password: SecretString) -> Result<String> {
-        self.run(move || {
+        self.run(move |_| {
             let salt = SaltString::generate(&mut rand::rngs::OsRng);
             argon2()
                 .hash_password(password.expose_secret().as_bytes(), &salt)
@@ -128,15 +173,13 @@ impl PasswordHasher {
     /// Verifies `password` against `stored`, or against a dummy hash when there is no account, so
     /// both cost the same.
     pub async fn verify(&self, password: SecretString, stored: Option<String>) -> Result<Verdict> {
-        self.run(move || {
+        self.run(move |memory| {
             let known = stored.is_some();
             let phc = stored.unwrap_or_else(|| DUMMY_HASH.to_owned());
             let Ok(parsed) = PasswordHash::new(&phc) else {
                 return Verdict::Mismatch;
             };
-            let ok = argon2()
-                .verify_password(password.expose_secret().as_bytes(), &parsed)
-                .is_ok();
+            let ok = verify_with_memory(password.expose_secret().as_bytes(), &parsed, memory);
             if ok && known {
                 Verdict::Match {
                     needs_rehash: is_weaker_than_current(&parsed),
@@ -147,6 +190,42 @@ impl PasswordHasher {
         })
         .await
     }
+}
+
+/// Argon2 verification of `password` against a PHC hash, in the caller's work memory (grown if
+/// the hash's parameters need more), with a constant-time comparison of the outputs.
+fn verify_with_memory(password: &[u8], hash: &PasswordHash<'_>, memory: &mut Vec<Block>) -> bool {
+    let (Ok(algorithm), Ok(params)) = (Algorithm::try_from(hash.algorithm), Params::try_from(hash))
+    else {
+        return false;
+    };
+    let version = hash
+        .version
+        .and_then(|v| Version::try_from(v).ok())
+        .unwrap_or(Version::V0x13);
+    let (Some(salt), Some(expected)) = (hash.salt, hash.hash) else {
+        return false;
+    };
+    let mut salt_bytes = [0u8; 64];
+    let Ok(salt) = salt.decode_b64(&mut salt_bytes) else {
+        return false;
+    };
+    let expected = expected.as_bytes();
+    let mut output = [0u8; 64];
+    let Some(output) = output.get_mut(..expected.len()) else {
+        return false;
+    };
+    let blocks = params.block_count();
+    if memory.len() < blocks {
+        memory.resize(blocks, Block::default());
+    }
+    let computed = Argon2::new(algorithm, version, params).hash_password_into_with_memory(
+        password,
+        salt,
+        output,
+        &mut memory[..blocks],
+    );
+    computed.is_ok() && bool::from(output.ct_eq(expected))
 }
 
 /// Counts a hash in the queue gauge while it waits or runs, also when its request is dropped.
