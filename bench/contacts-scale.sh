@@ -11,6 +11,8 @@
 # (default 16) tune the runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/common.sh
+source bench/common.sh
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-16}
 POSTGRES=${BENCH_POSTGRES_URL-postgres://postgres@127.0.0.1:5432/postgres}
@@ -18,12 +20,10 @@ ADDR=127.0.0.1:18081
 BASE=http://$ADDR
 PASSWORD='correct horse battery staple'
 
-need() { command -v "$1" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null; }; }
 need wrk wrk
 need jq jq
 need psql postgresql-client
-cargo build --release -q
-BIN=$PWD/target/release/gatehouse
+build_release
 
 WORK=$(mktemp -d)
 SERVER=
@@ -81,21 +81,12 @@ ANALYZE;
 SQL
 }
 
-run() {
-  local out rps p50 p99 errors
-  out=$(wrk --latency "$@")
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  errors=$(awk '/Non-2xx/ {print $5}' <<<"$out")
-  echo "${rps} | ${p50} | ${p99} | ${errors:-0}"
-}
 
 bench() {
   local backend=$1 seed=$2
   echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
   "$BIN" serve & SERVER=$!
-  for _ in $(seq 1 100); do curl -sf $BASE/healthz >/dev/null && break; sleep 0.05; done
+  wait_ready $BASE
   ACCESS=$(curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
     -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}" | jq -r .data.accessToken)
   for i in $(seq 1 100); do
@@ -109,15 +100,15 @@ bench() {
     "$seed" "$total"
     local size
     size=$([ "$total" = 1000 ] && echo "1 000" || echo "1 000 000")
-    echo "| $backend | $size | first page (20) | $(run -t2 -c"$CONNECTIONS" -d"$DURATION" -H "$auth" "$BASE/api/v1/crm/contacts?limit=20") |"
-    echo "| $backend | $size | page after a cursor (20) | $(run -t2 -c"$CONNECTIONS" -d"$DURATION" -H "$auth" "$BASE/api/v1/crm/contacts?limit=20&cursor=$cursor") |"
-    echo "| $backend | $size | search q=contact%205 | $(run -t2 -c"$CONNECTIONS" -d"$DURATION" -H "$auth" "$BASE/api/v1/crm/contacts?limit=20&q=contact%205") |"
+    echo "| $backend | $size | first page (20) | $(wrk_row -t2 -c"$CONNECTIONS" -d"$DURATION" -H "$auth" "$BASE/api/v1/crm/contacts?limit=20") |"
+    echo "| $backend | $size | page after a cursor (20) | $(wrk_row -t2 -c"$CONNECTIONS" -d"$DURATION" -H "$auth" "$BASE/api/v1/crm/contacts?limit=20&cursor=$cursor") |"
+    echo "| $backend | $size | search q=contact%205 | $(wrk_row -t2 -c"$CONNECTIONS" -d"$DURATION" -H "$auth" "$BASE/api/v1/crm/contacts?limit=20&q=contact%205") |"
   done
   kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=
 }
 
 PLANS=$WORK/plans
-echo "| backend | other users' contacts | request | requests/s | p50 | p99 | non-2xx |"
+echo "| backend | other users' contacts | request | requests/s | p50 | p99 | errors |"
 echo "|---|---|---|---|---|---|---|"
 
 export GATEHOUSE_DATABASE_URL=sqlite://$WORK/gatehouse.db

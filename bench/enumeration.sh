@@ -5,9 +5,10 @@
 #   bench/enumeration.sh            # SAMPLES=400 per case by default
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/common.sh
+source bench/common.sh
 ADDR=127.0.0.1:18082
-cargo build --release -q
-BIN=$PWD/target/release/gatehouse
+build_release
 WORK=$(mktemp -d)
 SERVER=
 trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -15,5 +16,5 @@ export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off
 export GATEHOUSE_DATABASE_URL=sqlite://$WORK/gatehouse.db
 echo 'correct horse battery staple' | "$BIN" user add --email timing@example.com --name Timing --password-stdin >/dev/null
 "$BIN" serve & SERVER=$!
-for _ in $(seq 1 100); do curl -sf http://$ADDR/healthz >/dev/null && break; sleep 0.05; done
+wait_ready http://$ADDR
 BASE=http://$ADDR BENCH_EMAIL=timing@example.com python3 bench/enumeration.py

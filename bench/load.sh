@@ -8,16 +8,17 @@
 # Prints a Markdown table; DURATION (default 10s) and CONNECTIONS (default 64) tune the runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/common.sh
+source bench/common.sh
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-64}
 ADDR=127.0.0.1:18080
 BASE=http://$ADDR
 PASSWORD='correct horse battery staple'
 
-command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
-command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
-cargo build --release -q
-BIN=$PWD/target/release/gatehouse
+need wrk wrk
+need jq jq
+build_release
 
 WORK=$(mktemp -d)
 SERVER=
@@ -34,7 +35,7 @@ fi
 
 echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
 "$BIN" serve & SERVER=$!
-for _ in $(seq 1 100); do curl -sf $BASE/healthz >/dev/null && break; sleep 0.05; done
+wait_ready $BASE
 
 login() { curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
   -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}"; }
@@ -46,21 +47,10 @@ done
 REFRESH_CONNECTIONS=8
 for i in $(seq 1 $REFRESH_CONNECTIONS); do login | jq -r .data.refreshToken; done > "$WORK/refresh-tokens"
 
-# wrk's summary → "requests/s | p50 | p99 | non-2xx"
-run() {
-  local out
-  out=$(wrk --latency "$@")
-  local rps p50 p99 errors
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  errors=$(awk '/Non-2xx/ {print $5}' <<<"$out")
-  echo "${rps} | ${p50} | ${p99} | ${errors:-0}"
-}
 
-echo "| scenario ($BACKEND) | connections | requests/s | p50 | p99 | non-2xx |"
+echo "| scenario ($BACKEND) | connections | requests/s | p50 | p99 | errors |"
 echo "|---|---|---|---|---|---|"
-echo "| healthz | $CONNECTIONS | $(run -t2 -c$CONNECTIONS -d$DURATION $BASE/healthz) |"
-echo "| GET contacts (20), bearer | $CONNECTIONS | $(run -t2 -c$CONNECTIONS -d$DURATION -H "Authorization: Bearer $ACCESS" $BASE/api/v1/crm/contacts) |"
-echo "| refresh (chained) | $REFRESH_CONNECTIONS | $(run -t$REFRESH_CONNECTIONS -c$REFRESH_CONNECTIONS -d$DURATION -s bench/refresh.lua $BASE -- "$WORK/refresh-tokens") |"
-echo "| login (Argon2id) | 8 | $(run -t2 -c8 -d$DURATION -s bench/login.lua $BASE/api/v1/auth/login) |"
+echo "| healthz | $CONNECTIONS | $(wrk_row -t2 -c$CONNECTIONS -d$DURATION $BASE/healthz) |"
+echo "| GET contacts (20), bearer | $CONNECTIONS | $(wrk_row -t2 -c$CONNECTIONS -d$DURATION -H "Authorization: Bearer $ACCESS" $BASE/api/v1/crm/contacts) |"
+echo "| refresh (chained) | $REFRESH_CONNECTIONS | $(wrk_row -t$REFRESH_CONNECTIONS -c$REFRESH_CONNECTIONS -d$DURATION -s bench/refresh.lua $BASE -- "$WORK/refresh-tokens") |"
+echo "| login (Argon2id) | 8 | $(wrk_row -t2 -c8 -d$DURATION -s bench/login.lua $BASE/api/v1/auth/login) |"

@@ -7,14 +7,15 @@
 #   bench/storm.sh                  # DURATION=10s by default
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/common.sh
+source bench/common.sh
 DURATION=${DURATION:-10s}
 ADDR=127.0.0.1:18084
 BASE=http://$ADDR
 PASSWORD='correct horse battery staple'
-command -v wrk >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null; }
-command -v jq >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq jq >/dev/null; }
-cargo build --release -q
-BIN=$PWD/target/release/gatehouse
+need wrk wrk
+need jq jq
+build_release
 WORK=$(mktemp -d)
 SERVER=
 FLOOD=
@@ -23,7 +24,7 @@ export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off
 export GATEHOUSE_DATABASE_URL=sqlite://$WORK/gatehouse.db
 echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
 "$BIN" serve & SERVER=$!
-for _ in $(seq 1 100); do curl -sf $BASE/healthz >/dev/null && break; sleep 0.05; done
+wait_ready $BASE
 login() { curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
   -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}"; }
 ACCESS=$(login | jq -r .data.accessToken)
@@ -34,19 +35,10 @@ done
 for i in 1 2 3 4; do login | jq -r .data.refreshToken; done > "$WORK/refresh-a"
 for i in 1 2 3 4; do login | jq -r .data.refreshToken; done > "$WORK/refresh-b"
 
-run() {
-  local out rps p50 p99 errors
-  out=$(wrk --latency "$@")
-  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
-  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
-  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
-  errors=$(awk '/Non-2xx/ {print $5}' <<<"$out")
-  echo "${rps} | ${p50} | ${p99} | ${errors:-0}"
-}
-contacts() { run -t1 -c8 -d"$DURATION" -H "Authorization: Bearer $ACCESS" $BASE/api/v1/crm/contacts; }
-refresh() { run -t4 -c4 -d"$DURATION" -s bench/refresh.lua $BASE -- "$1"; }
+contacts() { wrk_row -t1 -c8 -d"$DURATION" -H "Authorization: Bearer $ACCESS" $BASE/api/v1/crm/contacts; }
+refresh() { wrk_row -t4 -c4 -d"$DURATION" -s bench/refresh.lua $BASE -- "$1"; }
 
-echo "| scenario | requests/s | p50 | p99 | non-2xx |"
+echo "| scenario | requests/s | p50 | p99 | errors |"
 echo "|---|---|---|---|---|"
 echo "| contacts, quiet | $(contacts) |"
 echo "| refresh, quiet | $(refresh "$WORK/refresh-a") |"

@@ -10,6 +10,8 @@
 # one) and dropped afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=bench/common.sh
+source bench/common.sh
 DURATION=${DURATION:-10s}
 SECONDS_EACH=${DURATION%s}
 POSTGRES=${BENCH_POSTGRES_URL-postgres://postgres@127.0.0.1:5432/postgres}
@@ -17,13 +19,11 @@ ADDR=127.0.0.1:18090
 BASE=http://$ADDR
 PASSWORD='correct horse battery staple'
 
-need() { command -v "$1" >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null; }; }
 need wrk wrk
 need jq jq
 need psql postgresql-client
 python3 -c 'import argon2' 2>/dev/null || python3 -m pip install -q argon2-cffi
-cargo build --release -q
-BIN=$PWD/target/release/gatehouse
+build_release
 
 WORK=$(mktemp -d)
 SERVER=
@@ -38,18 +38,6 @@ cleanup() {
 trap cleanup EXIT
 export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off GATEHOUSE_REGISTRATION=open
 
-# wrk's summary → "requests/s|p50|p99|errors" (errors: non-2xx plus socket errors)
-wrk_run() {
-  local out
-  out=$(wrk --latency "$@")
-  awk '
-    /Requests\/sec/ {rps=$2}
-    $1=="50%" {p50=$2}
-    $1=="99%" {p99=$2}
-    /Non-2xx/ {err+=$5}
-    /Socket errors/ {gsub(",", ""); err+=$4+$6+$8+$10}
-    END {printf "%s|%s|%s|%d\n", rps, p50, p99, err}' <<<"$out"
-}
 rss() { awk '/VmRSS/ {printf "%.1f", $2/1024}' /proc/"$SERVER"/status; }
 peak() { awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/"$SERVER"/status; }
 # Resets the peak RSS (VmHWM) so the next reading is the next scenario's own.
@@ -92,22 +80,22 @@ bench() {
   done >"$WORK/refresh"
   python3 bench/tools.py twofactor $BASE 150 >"$WORK/twofactor"
 
-  reset_peak; row "healthz" "$backend" "$(wrk_run -t2 -c64 -d"$DURATION" $BASE/healthz)|$(peak)|"
-  reset_peak; row "readyz (one database round trip, no auth)" "$backend" "$(wrk_run -t2 -c64 -d"$DURATION" $BASE/readyz)|$(peak)|reference"
-  reset_peak; row "contacts" "$backend" "$(wrk_run -t2 -c64 -d"$DURATION" -H "$auth" $BASE/api/v1/crm/contacts)|$(peak)|"
-  reset_peak; row "contacts-many-tokens" "$backend" "$(wrk_run -t2 -c64 -d"$DURATION" -s bench/many-tokens.lua $BASE -- "$WORK/tokens")|$(peak)|10 000 tokens"
-  reset_peak; row "refresh" "$backend" "$(wrk_run -t8 -c8 -d"$DURATION" -s bench/refresh.lua $BASE -- "$WORK/refresh")|$(peak)|chained, 8 connections"
-  reset_peak; row "login" "$backend" "$(wrk_run -t2 -c8 -d"$DURATION" -s bench/login.lua $BASE/api/v1/auth/login)|$(peak)|"
+  reset_peak; row "healthz" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" $BASE/healthz)|$(peak)|"
+  reset_peak; row "readyz (one database round trip, no auth)" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" $BASE/readyz)|$(peak)|reference"
+  reset_peak; row "contacts" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" -H "$auth" $BASE/api/v1/crm/contacts)|$(peak)|"
+  reset_peak; row "contacts-many-tokens" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" -s bench/many-tokens.lua $BASE -- "$WORK/tokens")|$(peak)|10 000 tokens"
+  reset_peak; row "refresh" "$backend" "$(wrk_fields -t8 -c8 -d"$DURATION" -s bench/refresh.lua $BASE -- "$WORK/refresh")|$(peak)|chained, 8 connections"
+  reset_peak; row "login" "$backend" "$(wrk_fields -t2 -c8 -d"$DURATION" -s bench/login.lua $BASE/api/v1/auth/login)|$(peak)|"
   reset_peak
   local flows
-  flows=$(wrk_run -t8 -c8 -d"$DURATION" -s bench/login-2fa.lua $BASE -- "$WORK/twofactor" 8)
+  flows=$(wrk_fields -t8 -c8 -d"$DURATION" -s bench/login-2fa.lua $BASE -- "$WORK/twofactor" 8)
   row "login-2fa" "$backend" "$flows|$(peak)|requests; flows/s = half"
 
   # storm: contacts measured while a login flood holds the hash pool.
   reset_peak
   wrk -t1 -c64 -d60s -s bench/login.lua $BASE/api/v1/auth/login >/dev/null & FLOOD=$!
   sleep 2
-  row "storm (contacts during a login flood)" "$backend" "$(wrk_run -t1 -c8 -d"$DURATION" -H "$auth" $BASE/api/v1/crm/contacts)|$(peak)|login flood: 64 connections"
+  row "storm (contacts during a login flood)" "$backend" "$(wrk_fields -t1 -c8 -d"$DURATION" -H "$auth" $BASE/api/v1/crm/contacts)|$(peak)|login flood: 64 connections"
   kill "$FLOOD"; wait "$FLOOD" 2>/dev/null || true; FLOOD=
   stop
 }

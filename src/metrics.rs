@@ -4,7 +4,6 @@
 //! Every name starts with `gatehouse_`; HTTP series are labelled by route template, never by the
 //! raw path, so ids and search terms cannot explode the series count.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use prometheus_client::encoding::{EncodeLabelSet, EncodeLabelValue, LabelValueEncoder};
@@ -246,8 +245,6 @@ impl Metrics {
         text
     }
 }
-
-pub type SharedMetrics = Arc<Metrics>;
 
 /// The metrics listener's one route: `GET /metrics`. Kept off the API router on purpose: it is
 /// served on its own address, which operators keep private.

@@ -6,7 +6,7 @@ use std::net::{IpAddr, SocketAddr};
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, FromRequest, FromRequestParts, Path, Request, State};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse as _, Response};
 use ipnet::IpNet;
@@ -115,15 +115,11 @@ fn is_length_limit(error: &axum::Error) -> bool {
     false
 }
 
-/// The body, already in memory (`read_whole_body`).
+/// The body, already in memory and within the limit (`read_whole_body` ran before routing).
 async fn read_body(req: Request, state: &AppState) -> Result<Bytes, Error> {
-    Bytes::from_request(req, state).await.map_err(|rejection| {
-        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
-            Error::PayloadTooLarge { limit: BODY_LIMIT }
-        } else {
-            Error::MalformedJson("the request body could not be read".into())
-        }
-    })
+    Bytes::from_request(req, state)
+        .await
+        .map_err(|_| Error::MalformedJson("the request body could not be read".into()))
 }
 
 fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {

@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::DefaultBodyLimit;
 use axum::http::{Request, header};
 use axum::response::{IntoResponse, Response};
 use ipnet::IpNet;
@@ -102,7 +101,6 @@ pub fn router(state: AppState) -> Router {
     api.merge(docs_page)
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
-        .layer(DefaultBodyLimit::max(BODY_LIMIT))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             extract::read_whole_body,

@@ -34,6 +34,24 @@ pub struct NewUser<'a> {
     pub password_hash: &'a str,
 }
 
+/// Replaces a user's recovery codes with `hashes` inside the open transaction `tx` (of either
+/// backend, hence a macro rather than a function generic over both drivers).
+macro_rules! put_recovery_codes {
+    ($tx:ident, $id:expr, $hashes:expr) => {
+        sqlx::query("DELETE FROM recovery_codes WHERE user_id = $1")
+            .bind($id)
+            .execute(&mut *$tx)
+            .await?;
+        for hash in $hashes {
+            sqlx::query("INSERT INTO recovery_codes (user_id, code_hash) VALUES ($1, $2)")
+                .bind($id)
+                .bind(&hash[..])
+                .execute(&mut *$tx)
+                .await?;
+        }
+    };
+}
+
 impl Store {
     /// Inserts the user; a unique violation (e-mail in use) comes back as the sqlx error.
     pub async fn insert_user(&self, user: &NewUser<'_>) -> Result<(), sqlx::Error> {
@@ -158,17 +176,7 @@ impl Store {
             if enabled != 1 {
                 return Ok(false);
             }
-            sqlx::query("DELETE FROM recovery_codes WHERE user_id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            for hash in recovery_hashes {
-                sqlx::query("INSERT INTO recovery_codes (user_id, code_hash) VALUES ($1, $2)")
-                    .bind(id)
-                    .bind(&hash[..])
-                    .execute(&mut *tx)
-                    .await?;
-            }
+            put_recovery_codes!(tx, id, recovery_hashes);
             tx.commit().await?;
             Ok(true)
         })
@@ -195,17 +203,7 @@ impl Store {
             if enabled != 1 {
                 return Ok(false);
             }
-            sqlx::query("DELETE FROM recovery_codes WHERE user_id = $1")
-                .bind(id)
-                .execute(&mut *tx)
-                .await?;
-            for hash in recovery_hashes {
-                sqlx::query("INSERT INTO recovery_codes (user_id, code_hash) VALUES ($1, $2)")
-                    .bind(id)
-                    .bind(&hash[..])
-                    .execute(&mut *tx)
-                    .await?;
-            }
+            put_recovery_codes!(tx, id, recovery_hashes);
             tx.commit().await?;
             Ok(true)
         })

@@ -224,15 +224,7 @@ async fn key_rotation_reaches_the_running_service(backend: Backend) {
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    let jwks: Value = app
-        .client
-        .get(app.url("/.well-known/jwks.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let jwks = app.get_json("/.well-known/jwks.json").await;
     let kids: Vec<&str> = jwks["keys"]
         .as_array()
         .unwrap()

@@ -333,6 +333,13 @@ impl Http {
         (secret, codes)
     }
 
+    /// A bare (not enveloped) JSON document, e.g. the JWK Set or the API document.
+    pub async fn get_json(&self, path: &str) -> Value {
+        let response = self.client.get(self.url(path)).send().await.unwrap();
+        assert_eq!(response.status(), StatusCode::OK, "{path}");
+        response.json().await.unwrap()
+    }
+
     /// Polls a bearer call with `token` until it is refused as `TOKEN_INVALID`; returns how long
     /// that took. Fails if it takes longer than `limit` (a contract, e.g. API.md §2's 2 s for a
     /// revocation to reach every instance).

@@ -99,15 +99,7 @@ fn samples<S: Strategy>(strategy: S, runner: &mut TestRunner, n: usize) -> Vec<S
 
 /// Every documented call with a JSON body: (method, path, bearer).
 async fn body_calls(app: &TestApp) -> Vec<(Method, String, bool)> {
-    let doc: Value = app
-        .client
-        .get(app.url("/api/v1/openapi.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let doc = app.get_json("/api/v1/openapi.json").await;
     let mut calls = Vec::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
         for (method, op) in item.as_object().unwrap() {

@@ -115,14 +115,7 @@ fn kids(jwks: &Value) -> Vec<String> {
 }
 
 async fn jwks(http: &Http) -> Value {
-    http.client
-        .get(http.url("/.well-known/jwks.json"))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+    http.get_json("/.well-known/jwks.json").await
 }
 
 async fn key_rotation_reaches_every_running_instance(backend: Backend) {

@@ -45,17 +45,21 @@ struct OwnPostgres {
 }
 
 impl OwnPostgres {
-    fn run(&self, program: &str, args: &[&str]) {
+    fn command(&self, program: &str) -> Command {
         let program = self.bin.join(program);
-        let mut command = if self.as_postgres {
+        if self.as_postgres {
             // initdb and the server refuse to run as root.
             let mut c = Command::new("runuser");
             c.args(["-u", "postgres", "--"]).arg(program);
             c
         } else {
             Command::new(program)
-        };
-        let output = command
+        }
+    }
+
+    fn run(&self, program: &str, args: &[&str]) {
+        let output = self
+            .command(program)
             .args(args)
             .output()
             .expect("the PostgreSQL tools run");
@@ -125,12 +129,8 @@ impl OwnPostgres {
 
 impl Drop for OwnPostgres {
     fn drop(&mut self) {
-        let _ = Command::new("runuser")
-            .args(["-u", "postgres", "--"])
-            .arg(self.bin.join("pg_ctl"))
-            .args(["-D", &self.dir(), "-m", "immediate", "stop"])
-            .output();
-        let _ = Command::new(self.bin.join("pg_ctl"))
+        let _ = self
+            .command("pg_ctl")
             .args(["-D", &self.dir(), "-m", "immediate", "stop"])
             .output();
     }

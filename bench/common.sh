@@ -1,0 +1,41 @@
+# Sourced by the scripts in bench/: the tools they need, the release build, readiness, and wrk's
+# summary as table cells.
+
+# need COMMAND DEBIAN-PACKAGE: installs the package when the command is missing.
+need() {
+  command -v "$1" >/dev/null || {
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2" >/dev/null
+  }
+}
+
+# Builds the release binary; sets BIN.
+build_release() {
+  cargo build --release -q
+  BIN=$PWD/target/release/gatehouse
+}
+
+# wait_ready BASE-URL: until /healthz answers (5 s at most).
+wait_ready() {
+  for _ in $(seq 1 100); do curl -sf "$1/healthz" >/dev/null && return 0; sleep 0.05; done
+  echo "the server did not come up at $1" >&2
+  return 1
+}
+
+# wrk_fields WRK-ARGS…: runs wrk --latency and prints "requests/s|p50|p99|errors", errors being
+# non-2xx answers plus socket errors.
+wrk_fields() {
+  local out
+  out=$(wrk --latency "$@")
+  awk '
+    /Requests\/sec/ {rps=$2}
+    $1=="50%" {p50=$2}
+    $1=="99%" {p99=$2}
+    /Non-2xx/ {err+=$5}
+    /Socket errors/ {gsub(",", ""); err+=$4+$6+$8+$10}
+    END {printf "%s|%s|%s|%d\n", rps, p50, p99, err}' <<<"$out"
+}
+
+# wrk_row WRK-ARGS…: the same as Markdown cells, "requests/s | p50 | p99 | errors".
+wrk_row() {
+  wrk_fields "$@" | sed 's/|/ | /g'
+}
