@@ -1,4 +1,4 @@
-//! The `gatehouse` command: the server and the administration commands of API.md §4.
+//! The `gatehouse` command: the server and the administration commands of docs/api.md §4.
 
 use std::io::BufRead as _;
 use std::process::ExitCode;
@@ -7,12 +7,12 @@ use clap::{Parser, Subcommand};
 use secrecy::SecretString;
 use serde_json::json;
 
-use crate::app::{Application, Services, open_store, shutdown_signal};
-use crate::auth::tokens::new_key;
+use crate::app::{Application, shutdown_signal};
+use crate::clock::{Clock, rfc3339};
 use crate::config::{Settings, SettingsArgs};
 use crate::domain::{Email, FullName};
 use crate::error::Error;
-use crate::store::rfc3339;
+use crate::services::{Services, open_store};
 use crate::telemetry;
 
 #[derive(Debug, Parser)]
@@ -146,11 +146,15 @@ async fn execute(command: Command, settings: Settings) -> anyhow::Result<()> {
             Ok(())
         }
         Command::Audit { user, since, json } => {
-            audit(user, since, json, &Services::open(&settings).await?).await
+            audit(user, since, json, &services(&settings).await?).await
         }
-        Command::User(command) => user(command, &Services::open(&settings).await?).await,
-        Command::Keys(command) => keys(command, &Services::open(&settings).await?).await,
+        Command::User(command) => user(command, &services(&settings).await?).await,
+        Command::Keys(command) => keys(command, &services(&settings).await?).await,
     }
+}
+
+async fn services(settings: &Settings) -> anyhow::Result<Services> {
+    Services::open(settings, Clock::system()).await
 }
 
 fn email(raw: &str) -> anyhow::Result<Email> {
@@ -197,7 +201,7 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
                 FullName::parse(&name).map_err(|reason| anyhow::anyhow!("the name {reason}"))?;
             let password = password_from_stdin(password_stdin)?;
             let user = auth
-                .create_user(&email, &name, password, "cli", None)
+                .add_user(&email, &name, password)
                 .await
                 .map_err(|e| explain(e, &email))?;
             println!("{}", user.id);
@@ -279,17 +283,10 @@ async fn keys(command: KeysCommand, services: &Services) -> anyhow::Result<()> {
             }
         }
         KeysCommand::Rotate => {
-            let key = new_key(&services.secrets);
-            services.store.rotate_key(&key).await?;
-            let detail = format!("kid={} via=cli", key.kid);
-            services
-                .auth
-                .audit("key.rotated", None, None, None, Some(&detail))
-                .await;
-            println!("{}", key.kid);
+            let kid = services.auth.rotate_signing_key().await?;
+            println!("{kid}");
             eprintln!(
-                "gatehouse: {} is the signing key now; running instances switch to it within {} s",
-                key.kid,
+                "gatehouse: {kid} is the signing key now; running instances switch to it within {} s",
                 crate::app::KEY_RELOAD_INTERVAL.as_secs()
             );
         }
@@ -317,7 +314,7 @@ async fn audit(
     json: bool,
     services: &Services,
 ) -> anyhow::Result<()> {
-    let since = parse_since(since.as_deref().unwrap_or("24h"), crate::store::now_ms())?;
+    let since = parse_since(since.as_deref().unwrap_or("24h"), services.clock.now_ms())?;
     let user_id = match user {
         Some(email) => {
             let email =

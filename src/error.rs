@@ -48,7 +48,7 @@ pub enum Error {
     TwoFactorAlreadyEnabled,
     #[error("two-factor authentication is not enabled")]
     TwoFactorNotEnabled,
-    #[error("there is no pending secret to enable: call POST /api/v1/auth/2fa/setup first")]
+    #[error("there is no pending secret to confirm: set up two-factor authentication first")]
     TwoFactorNotSetUp,
     #[error("the request body is larger than {limit} bytes")]
     PayloadTooLarge { limit: usize },
@@ -78,22 +78,6 @@ impl Error {
 
     pub fn internal(error: impl Into<anyhow::Error>) -> Self {
         Error::Internal(error.into())
-    }
-}
-
-impl From<sqlx::Error> for Error {
-    fn from(error: sqlx::Error) -> Self {
-        // Connection-level failures mean the database is away, which the service rides out; anything
-        // else (a constraint we did not expect, bad SQL) is a bug.
-        match &error {
-            sqlx::Error::PoolTimedOut
-            | sqlx::Error::PoolClosed
-            | sqlx::Error::Io(_)
-            | sqlx::Error::Tls(_)
-            | sqlx::Error::Protocol(_)
-            | sqlx::Error::WorkerCrashed => Error::Unavailable(error.into()),
-            _ => Error::Internal(error.into()),
-        }
     }
 }
 

@@ -245,34 +245,3 @@ impl Metrics {
         text
     }
 }
-
-/// The metrics listener's one route: `GET /metrics`. Kept off the API router on purpose: it is
-/// served on its own address, which operators keep private.
-pub fn router(state: crate::http::AppState) -> axum::Router {
-    use axum::http::header;
-    use axum::routing::get;
-    axum::Router::new()
-        .route(
-            "/metrics",
-            get(|axum::extract::State(state): axum::extract::State<crate::http::AppState>| async move {
-                let (idle, in_use) = state.store.pool_use();
-                let metrics = &state.metrics;
-                metrics
-                    .db_connections
-                    .get_or_create(&PoolState { state: "idle" })
-                    .set(i64::from(idle));
-                metrics
-                    .db_connections
-                    .get_or_create(&PoolState { state: "in_use" })
-                    .set(i64::from(in_use));
-                (
-                    [(
-                        header::CONTENT_TYPE,
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )],
-                    metrics.encode(),
-                )
-            }),
-        )
-        .with_state(state)
-}

@@ -19,10 +19,12 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use crate::store::{Store, now_ms};
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::store::Store;
 
 /// How often revocations made elsewhere are read: the bound on how long another instance's
-/// revocation takes to reach this one (API.md §2 allows 2 s).
+/// revocation takes to reach this one (docs/api.md §2 allows 2 s).
 pub const SYNC_INTERVAL: Duration = Duration::from_millis(500);
 
 /// How often the sessions' `last_used_at` is written.
@@ -44,6 +46,7 @@ pub struct LiveSessions {
     sync: Mutex<SyncState>,
     /// A revocation older than this cannot concern a token that is still valid.
     horizon_ms: i64,
+    clock: Clock,
 }
 
 struct SyncState {
@@ -56,9 +59,9 @@ struct SyncState {
 impl LiveSessions {
     /// Loads every revocation that can still concern a valid access token, so that a restarted
     /// instance starts with the current state.
-    pub async fn load(store: &Store, horizon: Duration) -> Result<LiveSessions, sqlx::Error> {
+    pub async fn load(store: &Store, clock: Clock, horizon: Duration) -> Result<LiveSessions> {
         let horizon_ms = horizon.as_millis() as i64;
-        let now = now_ms();
+        let now = clock.now_ms();
         let revoked = store.revoked_since(now - horizon_ms).await?;
         Ok(LiveSessions {
             revoked: RwLock::new(revoked.into_iter().collect()),
@@ -69,6 +72,7 @@ impl LiveSessions {
                 failing: false,
             }),
             horizon_ms,
+            clock,
         })
     }
 
@@ -88,8 +92,8 @@ impl LiveSessions {
     }
 
     /// Reads the revocations made elsewhere since the last poll; returns how many were new.
-    pub async fn sync(&self, store: &Store) -> Result<usize, sqlx::Error> {
-        let started = now_ms();
+    pub async fn sync(&self, store: &Store) -> Result<usize> {
+        let started = self.clock.now_ms();
         let since = lock(&self.sync).polled_at - OVERLAP_MS;
         let rows = match store.revoked_since(since).await {
             Ok(rows) => rows,
@@ -126,8 +130,8 @@ impl LiveSessions {
     }
 
     /// Notes that a bearer call used the session now.
-    pub fn used(&self, session: Uuid, at: i64) {
-        lock(&self.activity).insert(session, at);
+    pub fn used(&self, session: Uuid) {
+        lock(&self.activity).insert(session, self.clock.now_ms());
     }
 
     /// The last use of a session seen by this instance and not yet written.
@@ -136,7 +140,7 @@ impl LiveSessions {
     }
 
     /// Writes the uses noted since the last flush. What cannot be written is kept for the next.
-    pub async fn flush_activity(&self, store: &Store) -> Result<usize, sqlx::Error> {
+    pub async fn flush_activity(&self, store: &Store) -> Result<usize> {
         let used: Vec<(Uuid, i64)> = std::mem::take(&mut *lock(&self.activity))
             .into_iter()
             .collect();

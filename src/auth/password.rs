@@ -34,7 +34,7 @@ static COMMON: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
         .collect()
 });
 
-/// The password policy of API.md §5: 8–256 characters, not a commonly breached password.
+/// The password policy of docs/api.md §5: 8–256 characters, not a commonly breached password.
 pub fn check_policy(password: &str) -> Result<()> {
     let length = password.chars().count();
     if length < MIN_LENGTH {
@@ -88,6 +88,9 @@ pub struct PasswordHasher {
     jobs: std::sync::mpsc::Sender<Job>,
     /// Hashes running or waiting, bounded.
     admitted: Arc<Semaphore>,
+    /// Registrations' hashes running or waiting, bounded well below `admitted`: a registration
+    /// flood is refused while logins keep the rest of the queue.
+    registrations: Arc<Semaphore>,
     metrics: Arc<Metrics>,
 }
 
@@ -129,8 +132,17 @@ impl PasswordHasher {
         PasswordHasher {
             jobs,
             admitted: Arc::new(Semaphore::new(cores * (1 + QUEUE_PER_CORE))),
+            registrations: Arc::new(Semaphore::new(cores)),
             metrics,
         }
+    }
+
+    /// A hasher that sheds every request, as a full queue would (tests of what shedding costs).
+    #[cfg(test)]
+    pub fn shedding_everything(metrics: Arc<Metrics>) -> Self {
+        let mut hasher = Self::new(metrics);
+        hasher.admitted = Arc::new(Semaphore::new(0));
+        hasher
     }
 
     async fn run<T: Send + 'static>(
@@ -168,6 +180,15 @@ impl PasswordHasher {
                 .map_err(|e| Error::internal(anyhow::anyhow!("hashing failed: {e}")))
         })
         .await?
+    }
+
+    /// `hash` for a self-registration, within the registrations' share of the queue.
+    pub async fn hash_for_registration(&self, password: SecretString) -> Result<String> {
+        let _share = self
+            .registrations
+            .try_acquire()
+            .map_err(|_| Error::Overloaded { retry_after: 1 })?;
+        self.hash(password).await
     }
 
     /// Verifies `password` against `stored`, or against a dummy hash when there is no account, so

@@ -1,26 +1,33 @@
-//! Throttling of password and second-factor attempts (API.md §3), as GCRA: a key may spend a burst
-//! of attempts at once and then one per emission interval. With burst B and interval T, no window
-//! of length W ever sees more than B + W/T attempts, so B = N/2 and T = 2W/N keep any 15 minutes
-//! at N or fewer, and a throttled client waits at most one interval, never 15 minutes.
+//! Throttling (docs/api.md §3, §5), as GCRA: a key may spend a burst of attempts at once and then
+//! one per emission interval. With burst B and interval T, no window of length W ever sees more
+//! than B + W/T attempts, so B = N/2 and T = 2W/N keep any 15 minutes at N or fewer, and a
+//! throttled client waits at most one interval, never 15 minutes.
 //!
-//! - Per account (N = 100 failures): in the database, so every instance shares it. Keyed by the
-//!   normalised e-mail whether or not an account has it, so a 429 says nothing about existence. A
-//!   slot is taken *before* the password or code is checked and given back if it was right: racing
-//!   requests cannot exceed the allowance. An account's existing sessions are never affected.
-//! - Per client IP (N = 300 attempts): in memory, per instance (`governor`'s keyed GCRA). IPv6
-//!   clients count per /64, the smallest block one host commonly holds. The table of addresses is
-//!   bounded: idle entries are dropped, and past `MAX_ADDRESSES` it starts afresh.
+//! - Per account (N = 100 failures of passwords and codes): in the database, so every instance
+//!   shares it. Keyed by the normalised e-mail whether or not an account has it, so a 429 says
+//!   nothing about existence. A slot is taken *before* the check and given back if the check
+//!   passed or could not run (`within_allowance`): racing requests cannot exceed the allowance,
+//!   and a shed check costs the account nothing. An account's existing sessions are never
+//!   affected.
+//! - Per client IP (N = 300 login and 2FA attempts): in memory, per instance. IPv6 clients count
+//!   per /64, the smallest block one host commonly holds.
+//! - Registration: per client IP (a burst of 10, then one a minute) and for the whole instance (a
+//!   burst of 50, then 5 a second), in memory.
+//!
+//! The in-memory tables are hand-written rather than `governor`'s keyed limiter: that one can only
+//! be emptied whole when its table is full, which hands every throttled address a fresh allowance;
+//! this one evicts the idlest entries, and reads the service's clock.
 
+use std::collections::HashMap;
+use std::future::Future;
+use std::hash::Hash;
 use std::net::IpAddr;
-use std::num::NonZeroU32;
-use std::sync::RwLock;
+use std::sync::Mutex;
 use std::time::Duration;
 
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
-
+use crate::clock::Clock;
 use crate::error::{Error, Result};
-use crate::store::{Store, now_ms};
+use crate::store::Store;
 
 /// The window the limits are stated over.
 pub const WINDOW: Duration = Duration::from_secs(15 * 60);
@@ -28,32 +35,25 @@ pub const WINDOW: Duration = Duration::from_secs(15 * 60);
 pub const ACCOUNT_FAILURES: u32 = 100;
 /// Login and 2FA attempts one client address may make in any `WINDOW`.
 pub const ADDRESS_ATTEMPTS: u32 = 300;
-/// Addresses remembered at most; an attacker spraying from more gains a fresh allowance per
-/// address, which the per-account limit still caps.
+/// Addresses remembered at most per table; an attacker spraying from more gains a fresh allowance
+/// per address, which the per-account limit still caps.
 const MAX_ADDRESSES: usize = 100_000;
-
-type AddressLimiter = DefaultKeyedRateLimiter<IpAddr>;
 
 pub struct Throttle {
     store: Store,
+    clock: Clock,
     enabled: bool,
-    addresses: RwLock<AddressLimiter>,
+    addresses: Gcra<IpAddr>,
+    registrations_by_address: Gcra<IpAddr>,
+    registrations: Gcra<()>,
 }
 
-/// A slot of an account's allowance, taken before a check; give it back when the check passed.
+/// A slot of an account's allowance, taken before a check; given back when the check passed.
 #[must_use]
-pub struct AccountSlot(Option<String>);
+struct AccountSlot(Option<String>);
 
 fn interval(limit: u32) -> Duration {
     WINDOW * 2 / limit
-}
-
-fn address_limiter() -> AddressLimiter {
-    let burst = NonZeroU32::new(ADDRESS_ATTEMPTS / 2).unwrap_or(NonZeroU32::MIN);
-    let quota = Quota::with_period(interval(ADDRESS_ATTEMPTS))
-        .unwrap_or_else(|| Quota::per_second(NonZeroU32::MIN))
-        .allow_burst(burst);
-    RateLimiter::keyed(quota)
 }
 
 /// IPv6 addresses count per /64; IPv4 (and IPv4-mapped IPv6) per address.
@@ -70,53 +70,70 @@ fn address_key(ip: IpAddr) -> IpAddr {
     }
 }
 
-fn retry_after(wait: Duration) -> u64 {
+fn retry_after(wait_ms: i64) -> u64 {
     // Rounded up, and never 0: "retry after 0 s" would invite a tight loop.
-    (wait.as_millis().div_ceil(1000) as u64).max(1)
+    (wait_ms.max(0) as u64).div_ceil(1000).max(1)
 }
 
 impl Throttle {
-    pub fn new(store: Store, enabled: bool) -> Throttle {
+    pub fn new(store: Store, clock: Clock, enabled: bool) -> Throttle {
+        let per_address = interval(ADDRESS_ATTEMPTS);
         Throttle {
             store,
+            clock,
             enabled,
-            addresses: RwLock::new(address_limiter()),
+            addresses: Gcra::new(ADDRESS_ATTEMPTS / 2, per_address, MAX_ADDRESSES),
+            registrations_by_address: Gcra::new(10, Duration::from_secs(60), MAX_ADDRESSES),
+            registrations: Gcra::new(50, Duration::from_millis(200), 1),
         }
     }
 
-    /// Counts an attempt from `ip`; `RATE_LIMITED` once the address has spent its allowance.
+    /// Counts a login or 2FA attempt from `ip`; `RATE_LIMITED` once the address has spent its
+    /// allowance.
     pub fn attempt_from(&self, ip: Option<IpAddr>) -> Result<()> {
-        let Some(ip) = ip.filter(|_| self.enabled) else {
-            return Ok(());
-        };
-        let key = address_key(ip);
-        {
-            let limiter = self.addresses.read().unwrap_or_else(|e| e.into_inner());
-            if limiter.len() < MAX_ADDRESSES {
-                return check(&limiter, &key);
-            }
+        match ip.filter(|_| self.enabled) {
+            Some(ip) => self.addresses.take(address_key(ip), self.clock.now_ms()),
+            None => Ok(()),
         }
-        let mut limiter = self.addresses.write().unwrap_or_else(|e| e.into_inner());
-        limiter.retain_recent();
-        if limiter.len() >= MAX_ADDRESSES {
-            tracing::warn!(
-                addresses = limiter.len(),
-                "too many client addresses to throttle separately: starting afresh"
-            );
-            *limiter = address_limiter();
-        }
-        check(&limiter, &key)
     }
 
-    /// Takes a slot of the account's allowance of failures before its password or code is
-    /// checked; `RATE_LIMITED` if none is left.
-    pub async fn take_account_slot(&self, email_normalized: &str) -> Result<AccountSlot> {
+    /// Counts a registration from `ip`, against its address's allowance and the instance's.
+    pub fn registration_from(&self, ip: Option<IpAddr>) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let now = self.clock.now_ms();
+        if let Some(ip) = ip {
+            self.registrations_by_address.take(address_key(ip), now)?;
+        }
+        self.registrations.take((), now)
+    }
+
+    /// Runs `check` (a password or code check for the account `email_normalized`) within the
+    /// account's allowance of failures: a slot is taken before it runs, so racing requests cannot
+    /// exceed the allowance, and `RATE_LIMITED` comes back without running it when none is left.
+    /// The slot is kept only when the check ran and failed (`Ok(None)`); when it passed, or could
+    /// not run (hashing shed, the database away), the slot is given back: that was no failure.
+    pub async fn within_allowance<T>(
+        &self,
+        email_normalized: &str,
+        check: impl Future<Output = Result<Option<T>>>,
+    ) -> Result<Option<T>> {
+        let slot = self.take_account_slot(email_normalized).await?;
+        let outcome = check.await;
+        if !matches!(outcome, Ok(None)) {
+            self.give_back(slot).await?;
+        }
+        outcome
+    }
+
+    async fn take_account_slot(&self, email_normalized: &str) -> Result<AccountSlot> {
         if !self.enabled {
             return Ok(AccountSlot(None));
         }
         let interval = interval(ACCOUNT_FAILURES).as_millis() as i64;
         let tolerance = interval * i64::from(ACCOUNT_FAILURES / 2 - 1);
-        let now = now_ms();
+        let now = self.clock.now_ms();
         if self
             .store
             .take_throttle_slot(email_normalized, now, interval, tolerance)
@@ -129,14 +146,12 @@ impl Throttle {
             .throttle_tat(email_normalized)
             .await?
             .unwrap_or(now);
-        let wait = (tat - now - tolerance).max(0) as u64;
         Err(Error::RateLimited {
-            retry_after: retry_after(Duration::from_millis(wait)),
+            retry_after: retry_after(tat - now - tolerance),
         })
     }
 
-    /// The check the slot was taken for passed: it was no failure.
-    pub async fn give_back(&self, slot: AccountSlot) -> Result<()> {
+    async fn give_back(&self, slot: AccountSlot) -> Result<()> {
         if let Some(key) = slot.0 {
             let interval = interval(ACCOUNT_FAILURES).as_millis() as i64;
             self.store.return_throttle_slot(&key, interval).await?;
@@ -146,21 +161,71 @@ impl Throttle {
 
     /// Forgets what no longer limits anyone.
     pub async fn housekeep(&self, now: i64) -> Result<u64> {
-        {
-            let limiter = self.addresses.read().unwrap_or_else(|e| e.into_inner());
-            limiter.retain_recent();
-            limiter.shrink_to_fit();
-        }
-        Ok(self.store.purge_throttles(now).await?)
+        self.addresses.forget_idle(now);
+        self.registrations_by_address.forget_idle(now);
+        self.store.purge_throttles(now).await
     }
 }
 
-fn check(limiter: &AddressLimiter, key: &IpAddr) -> Result<()> {
-    limiter
-        .check_key(key)
-        .map_err(|not_until| Error::RateLimited {
-            retry_after: retry_after(not_until.wait_time_from(DefaultClock::default().now())),
-        })
+/// GCRA over keys held in memory: each key's theoretical arrival time (ms). A key whose time has
+/// passed holds no state. At `capacity`, keys without state go first, then the idlest tenth.
+struct Gcra<K> {
+    interval_ms: i64,
+    /// How far ahead of now a key's arrival time may be and still take a slot: the burst.
+    tolerance_ms: i64,
+    capacity: usize,
+    tats: Mutex<HashMap<K, i64>>,
+}
+
+impl<K: Hash + Eq + Copy> Gcra<K> {
+    fn new(burst: u32, interval: Duration, capacity: usize) -> Self {
+        let interval_ms = interval.as_millis() as i64;
+        Gcra {
+            interval_ms,
+            tolerance_ms: interval_ms * i64::from(burst.saturating_sub(1)),
+            capacity,
+            tats: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn take(&self, key: K, now: i64) -> Result<()> {
+        // A panic while the lock is held cannot leave the map inconsistent (single operations).
+        let mut tats = self.tats.lock().unwrap_or_else(|e| e.into_inner());
+        let tat = tats.get(&key).copied().unwrap_or(now).max(now);
+        if tat - now > self.tolerance_ms {
+            return Err(Error::RateLimited {
+                retry_after: retry_after(tat - now - self.tolerance_ms),
+            });
+        }
+        tats.insert(key, tat + self.interval_ms);
+        if tats.len() > self.capacity {
+            evict(&mut tats, now, self.capacity);
+        }
+        Ok(())
+    }
+
+    fn forget_idle(&self, now: i64) {
+        let mut tats = self.tats.lock().unwrap_or_else(|e| e.into_inner());
+        tats.retain(|_, tat| *tat > now);
+        tats.shrink_to_fit();
+    }
+}
+
+fn evict<K: Hash + Eq + Copy>(tats: &mut HashMap<K, i64>, now: i64, capacity: usize) {
+    tats.retain(|_, tat| *tat > now);
+    if tats.len() <= capacity {
+        return;
+    }
+    let mut times: Vec<i64> = tats.values().copied().collect();
+    let drop = (capacity / 10).max(tats.len() - capacity);
+    let (_, cutoff, _) = times.select_nth_unstable(drop - 1);
+    let cutoff = *cutoff;
+    let mut dropped = 0;
+    tats.retain(|_, tat| {
+        let idle = *tat <= cutoff && dropped < drop;
+        dropped += usize::from(idle);
+        !idle
+    });
 }
 
 #[cfg(test)]
@@ -189,18 +254,35 @@ mod tests {
     }
 
     #[test]
-    fn an_address_gets_its_burst_then_waits_one_interval() {
-        let limiter = address_limiter();
-        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+    fn a_key_gets_its_burst_then_waits_one_interval() {
+        let limiter = Gcra::new(ADDRESS_ATTEMPTS / 2, interval(ADDRESS_ATTEMPTS), 10);
+        let now = 1_000_000;
         for _ in 0..ADDRESS_ATTEMPTS / 2 {
-            check(&limiter, &ip).unwrap();
+            limiter.take(1, now).unwrap();
         }
-        match check(&limiter, &ip) {
+        match limiter.take(1, now) {
             Err(Error::RateLimited { retry_after }) => {
                 assert!((1..=interval(ADDRESS_ATTEMPTS).as_secs()).contains(&retry_after))
             }
             other => panic!("{other:?}"),
         }
-        check(&limiter, &"192.0.2.2".parse().unwrap()).unwrap();
+        limiter.take(2, now).unwrap();
+        let later = now + interval(ADDRESS_ATTEMPTS).as_millis() as i64;
+        limiter.take(1, later).unwrap();
+    }
+
+    #[test]
+    fn a_full_table_evicts_the_idlest_and_keeps_the_throttled() {
+        let limiter = Gcra::new(2, Duration::from_secs(10), 100);
+        let now = 1_000_000;
+        // A throttled key first, then many one-off keys.
+        limiter.take(0, now).unwrap();
+        limiter.take(0, now).unwrap();
+        assert!(limiter.take(0, now).is_err());
+        for key in 1..1_000 {
+            limiter.take(key, now + key).unwrap();
+        }
+        assert!(limiter.tats.lock().unwrap().len() <= 100);
+        assert!(limiter.take(0, now + 1_000).is_err(), "still throttled");
     }
 }

@@ -8,20 +8,27 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use ed25519_dalek::pkcs8::EncodePrivateKey as _;
-use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::crypto::{Secrets, b64url, sha256};
+use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::store::Store;
 use crate::store::keys::KeyRow;
-use crate::store::{Store, now_ms};
 
 pub const ACCESS_TYP: &str = "at+jwt";
 pub const REFRESH_TYP: &str = "refresh+jwt";
-/// Clock leeway on `exp`, in seconds (API.md §2: at most 5).
-pub const LEEWAY_SECONDS: u64 = 5;
+/// Clock leeway on `exp` (docs/api.md §2: at most 5 s), compared in milliseconds: a token is
+/// expired once the clock is more than this past its `exp`.
+pub const LEEWAY: Duration = Duration::from_secs(5);
+const LEEWAY_MS: i64 = LEEWAY.as_millis() as i64;
+
+/// Whether a token with this `exp` (seconds) is expired at `now_ms`, leeway included.
+fn expired(exp: i64, now_ms: i64) -> bool {
+    exp.saturating_mul(1000).saturating_add(LEEWAY_MS) < now_ms
+}
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct AccessClaims {
@@ -53,43 +60,42 @@ struct Signer {
 
 /// The keys as last loaded: the one that signs, every one that verifies, and the JWK Set.
 struct KeySet {
+    /// Each key's kid and state, as read: a reload that reads the same keeps this set.
+    fingerprint: Vec<(String, String)>,
     signer: Signer,
     verifiers: HashMap<String, DecodingKey>,
     jwks: Arc<Jwks>,
 }
 
-/// A JWK Set (RFC 7517) of Ed25519 public keys (RFC 8037).
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+/// A JWK Set (RFC 7517) of Ed25519 public keys (RFC 8037), in its standard JSON form.
+#[derive(Debug, Serialize)]
 pub struct Jwks {
     pub keys: Vec<Jwk>,
 }
 
-#[derive(Debug, Serialize, utoipa::ToSchema)]
+#[derive(Debug, Serialize)]
 pub struct Jwk {
-    #[schema(example = "OKP")]
     pub kty: &'static str,
-    #[schema(example = "Ed25519")]
     pub crv: &'static str,
     /// The public key, base64url.
     pub x: String,
     /// RFC 7638 thumbprint of the key; the `kid` of the tokens it verifies.
     pub kid: String,
-    #[schema(example = "sig")]
     pub r#use: &'static str,
-    #[schema(example = "EdDSA")]
     pub alg: &'static str,
 }
 
 pub struct Keyring {
     store: Store,
     secrets: Arc<Secrets>,
+    clock: Clock,
     /// Retired keys stay usable this long after retirement: the longest a token they signed lives.
     retain: Duration,
     current: RwLock<Arc<KeySet>>,
 }
 
 /// A new key as it is stored: the seed sealed under the master key, bound to its kid.
-pub fn new_key(secrets: &Secrets) -> KeyRow {
+pub fn new_key(secrets: &Secrets, now_ms: i64) -> KeyRow {
     let seed: [u8; 32] = rand::random();
     let signing = ed25519_dalek::SigningKey::from_bytes(&seed);
     let public = signing.verifying_key().to_bytes();
@@ -99,9 +105,14 @@ pub fn new_key(secrets: &Secrets) -> KeyRow {
         public_key: public.to_vec(),
         kid,
         state: "active".into(),
-        created_at: now_ms(),
-        retired_at: None,
+        created_at: now_ms,
     }
+}
+
+fn fingerprint(rows: &[KeyRow]) -> Vec<(String, String)> {
+    rows.iter()
+        .map(|r| (r.kid.clone(), r.state.clone()))
+        .collect()
 }
 
 /// RFC 7638 JWK thumbprint of an Ed25519 public key: a kid that names the key itself.
@@ -118,14 +129,18 @@ impl Keyring {
     pub async fn load(
         store: Store,
         secrets: Arc<Secrets>,
+        clock: Clock,
         retain: Duration,
     ) -> anyhow::Result<Keyring> {
-        let set = Self::read(&store, &secrets, retain).await?;
+        let since = clock.now_ms() - retain.as_millis() as i64;
+        let set = Self::read(&store, &secrets, since).await?;
         let set = match set {
             Some(set) => set,
             None => {
-                store.insert_first_key(&new_key(&secrets)).await?;
-                Self::read(&store, &secrets, retain)
+                store
+                    .insert_first_key(&new_key(&secrets, clock.now_ms()))
+                    .await?;
+                Self::read(&store, &secrets, since)
                     .await?
                     .ok_or_else(|| anyhow::anyhow!("no active signing key after creating one"))?
             }
@@ -133,26 +148,32 @@ impl Keyring {
         Ok(Keyring {
             store,
             secrets,
+            clock,
             retain,
             current: RwLock::new(Arc::new(set)),
         })
     }
 
-    /// Reads the keys again (after a rotation by another process).
+    /// Reads the keys again (after a rotation by another process); cheap when nothing changed,
+    /// so it runs every second.
     pub async fn reload(&self) -> anyhow::Result<()> {
-        if let Some(set) = Self::read(&self.store, &self.secrets, self.retain).await? {
+        let since = self.clock.now_ms() - self.retain.as_millis() as i64;
+        let rows = self.store.signing_keys(since).await?;
+        if fingerprint(&rows) == self.snapshot().fingerprint {
+            return Ok(());
+        }
+        if let Some(set) = Self::build(&rows, &self.secrets)? {
             *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
         }
         Ok(())
     }
 
-    async fn read(
-        store: &Store,
-        secrets: &Secrets,
-        retain: Duration,
-    ) -> anyhow::Result<Option<KeySet>> {
-        let since = now_ms() - retain.as_millis() as i64;
-        let rows = store.signing_keys(since).await?;
+    /// The active key and those retired after `since` (ms).
+    async fn read(store: &Store, secrets: &Secrets, since: i64) -> anyhow::Result<Option<KeySet>> {
+        Self::build(&store.signing_keys(since).await?, secrets)
+    }
+
+    fn build(rows: &[KeyRow], secrets: &Secrets) -> anyhow::Result<Option<KeySet>> {
         let Some(active) = rows.iter().find(|r| r.state == "active") else {
             return Ok(None);
         };
@@ -173,7 +194,7 @@ impl Keyring {
 
         let mut verifiers = HashMap::new();
         let mut jwks = Vec::new();
-        for row in &rows {
+        for row in rows {
             let x = b64url(&row.public_key);
             verifiers.insert(row.kid.clone(), DecodingKey::from_ed_components(&x)?);
             jwks.push(Jwk {
@@ -187,6 +208,7 @@ impl Keyring {
         }
         let jwks = Arc::new(Jwks { keys: jwks });
         Ok(Some(KeySet {
+            fingerprint: fingerprint(rows),
             signer,
             verifiers,
             jwks,
@@ -220,6 +242,7 @@ const VERIFIED_CAPACITY: usize = 100_000;
 
 pub struct Tokens {
     keyring: Arc<Keyring>,
+    clock: Clock,
     /// SHA-256 of an access token → its claims, for tokens whose signature was checked once. A
     /// hit costs a hash of the token (~1 µs) instead of an Ed25519 verification (~60 µs). Keyed by
     /// a collision-resistant digest, so no other string can be taken for a cached token. Validity
@@ -233,10 +256,19 @@ pub struct Tokens {
 }
 
 impl Tokens {
-    pub fn new(keyring: Arc<Keyring>, issuer: &str, audience: &str, access_ttl: Duration) -> Self {
+    pub fn new(
+        keyring: Arc<Keyring>,
+        clock: Clock,
+        issuer: &str,
+        audience: &str,
+        access_ttl: Duration,
+    ) -> Self {
         let validation = |aud: &str| {
             let mut v = Validation::new(Algorithm::EdDSA);
-            v.leeway = LEEWAY_SECONDS;
+            // `exp` is judged against our clock, in milliseconds (`expired`): jsonwebtoken reads
+            // the system clock and compares whole seconds, which allowed up to 5.999 s of leeway.
+            v.validate_exp = false;
+            v.leeway = 0;
             v.set_issuer(&[issuer]);
             v.set_audience(&[aud]);
             v.set_required_spec_claims(&["exp", "iat", "iss", "aud", "sub"]);
@@ -248,14 +280,11 @@ impl Tokens {
             // A refresh token is addressed to the issuer itself, never to the API.
             refresh_validation: validation(issuer),
             keyring,
+            clock,
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
             access_ttl: access_ttl.as_secs() as i64,
         }
-    }
-
-    pub fn keyring(&self) -> &Arc<Keyring> {
-        &self.keyring
     }
 
     pub fn access_ttl_seconds(&self) -> i64 {
@@ -314,7 +343,7 @@ impl Tokens {
     /// `verify_access`, once per token: later calls with the same token only check its time.
     pub fn verify_access_cached(&self, token: &str) -> Result<Verified> {
         let key = sha256(token.as_bytes());
-        let now = now_ms() / 1000;
+        let now = self.clock.now_ms();
         let cached = self
             .verified
             .read()
@@ -322,8 +351,7 @@ impl Tokens {
             .get(&key)
             .copied();
         if let Some(verified) = cached {
-            // As jsonwebtoken judges `exp`: expired once more than the leeway past it.
-            return if verified.exp < now - LEEWAY_SECONDS as i64 {
+            return if expired(verified.exp, now) {
                 Err(Error::TokenExpired)
             } else {
                 Ok(verified)
@@ -337,7 +365,7 @@ impl Tokens {
         };
         let mut cache = self.verified.write().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= VERIFIED_CAPACITY {
-            cache.retain(|_, v| v.exp >= now - LEEWAY_SECONDS as i64);
+            cache.retain(|_, v| !expired(v.exp, now));
             if cache.len() >= VERIFIED_CAPACITY {
                 // Rare (100 000 live tokens in use on one instance): verifying again is the cost.
                 cache.clear();
@@ -349,38 +377,47 @@ impl Tokens {
 
     /// Checks signature, `typ`, `alg`, `kid`, `iss`, `aud` and `exp` of an access token.
     pub fn verify_access(&self, token: &str) -> Result<AccessClaims> {
-        self.verify(token, ACCESS_TYP, &self.access_validation)
-            .map_err(|kind| match kind {
-                Some(ErrorKind::ExpiredSignature) => Error::TokenExpired,
-                _ => Error::TokenInvalid,
-            })
+        let claims: AccessClaims = self
+            .verify(token, ACCESS_TYP, &self.access_validation)
+            .map_err(|_| Error::TokenInvalid)?;
+        if expired(claims.exp, self.clock.now_ms()) {
+            return Err(Error::TokenExpired);
+        }
+        Ok(claims)
     }
 
     pub fn verify_refresh(&self, token: &str) -> Result<RefreshClaims> {
-        self.verify(token, REFRESH_TYP, &self.refresh_validation)
-            .map_err(|_| Error::RefreshTokenInvalid)
+        let claims: RefreshClaims = self
+            .verify(token, REFRESH_TYP, &self.refresh_validation)
+            .map_err(|_| Error::RefreshTokenInvalid)?;
+        if expired(claims.exp, self.clock.now_ms()) {
+            return Err(Error::RefreshTokenInvalid);
+        }
+        Ok(claims)
     }
 
+    /// Signature, `alg`, `typ`, `kid`, `iss`, `aud` and the presence of the required claims;
+    /// the caller judges `exp`.
     fn verify<T: serde::de::DeserializeOwned>(
         &self,
         token: &str,
         typ: &str,
         validation: &Validation,
-    ) -> Result<T, Option<ErrorKind>> {
-        let header = jsonwebtoken::decode_header(token).map_err(|_| None)?;
+    ) -> Result<T, ()> {
+        let header = jsonwebtoken::decode_header(token).map_err(|_| ())?;
         // jsonwebtoken's Validation does not look at `typ`: without this check a refresh token
         // would pass as an access token wherever the audiences happen to agree.
         if header.alg != Algorithm::EdDSA || header.typ.as_deref() != Some(typ) {
-            return Err(None);
+            return Err(());
         }
         let keys = self.keyring.snapshot();
         let key = header
             .kid
             .as_deref()
             .and_then(|kid| keys.verifiers.get(kid))
-            .ok_or(None)?;
+            .ok_or(())?;
         jsonwebtoken::decode::<T>(token, key, validation)
             .map(|data| data.claims)
-            .map_err(|e| Some(e.into_kind()))
+            .map_err(|_| ())
     }
 }

@@ -44,7 +44,8 @@ pub fn matching_step(secret: &[u8], code: &str, unix_seconds: u64) -> Option<u64
     found
 }
 
-/// The code for a moment, for tests and tools that act as the authenticator app.
+/// The code for a moment, as the authenticator app shows it.
+#[cfg(test)]
 pub fn code_at(secret: &[u8], unix_seconds: u64) -> String {
     totp(secret)
         .map(|t| t.generate(unix_seconds))

@@ -2,17 +2,19 @@
 
 use axum::extract::{Query, State};
 use axum::http::StatusCode;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
+use uuid::Uuid;
 
-use super::auth::Deleted;
+use super::auth::views::Deleted;
 use super::docs::{bearer_errors, body_errors, error_responses, server_errors};
 use super::extract::{AppJson, AuthUser, PathId};
 use super::{Answer, AppState, Envelope, ok};
-use crate::crm::{Contact, ContactInput, ListParams, Page, Patch};
-use crate::error::{Error, Result};
+use crate::clock::rfc3339;
+use crate::crm::{Contact, ContactInput, DEFAULT_LIMIT, ListQuery as Listing, MAX_LIMIT, Patch};
+use crate::error::{Error, Result, Validator};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -20,8 +22,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(read, update, remove))
 }
 
-/// The list's query. Values arrive as strings and are checked by the domain, so a bad `limit` is
-/// a named field error rather than a framework rejection.
+/// The list's query. Values arrive as strings and are checked here, so a bad `limit` is a named
+/// field error rather than a framework rejection.
 #[derive(Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 struct ListQuery {
@@ -47,19 +49,80 @@ error_responses!(ListErrors:
 /// Follow `nextCursor` until it is `null`; pages stay exact while contacts are added or deleted in
 /// between.
 #[utoipa::path(get, path = "/contacts", tag = "crm", security(("bearer" = [])), params(ListQuery),
-    responses((status = 200, description = "A page of contacts", body = Envelope<Page>), ListErrors))]
+    responses((status = 200, description = "A page of contacts", body = Envelope<PageView>), ListErrors))]
 async fn list(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Answer<Page>> {
+) -> Result<Answer<PageView>> {
     let Query(query) = query.map_err(|_| Error::field("query", "is not a valid query string"))?;
-    let params = ListParams {
-        limit: query.limit,
+    let mut v = Validator::new();
+    let limit = match query.limit.as_deref() {
+        None => Some(DEFAULT_LIMIT),
+        Some(raw) => v.check(
+            "limit",
+            raw.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=MAX_LIMIT).contains(n))
+                .ok_or_else(|| format!("must be a whole number from 1 to {MAX_LIMIT}")),
+        ),
+    };
+    let limit = v.finish(limit)?;
+    let listing = Listing {
+        limit,
         cursor: query.cursor,
         q: query.q,
     };
-    Ok(ok(state.contacts.list(who.user_id, params).await?))
+    let page = state.contacts.list(who.user_id, listing).await?;
+    Ok(ok(PageView {
+        items: page.items.into_iter().map(ContactView::from).collect(),
+        next_cursor: page.next_cursor,
+    }))
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Contact)]
+struct ContactView {
+    id: Uuid,
+    #[schema(example = "Grace Hopper")]
+    full_name: String,
+    #[schema(example = "grace@example.com")]
+    email: Option<String>,
+    #[schema(example = "+1 555 0100")]
+    phone: Option<String>,
+    #[schema(example = "Navy")]
+    company: Option<String>,
+    notes: Option<String>,
+    #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
+    created_at: String,
+    #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
+    updated_at: String,
+}
+
+impl From<Contact> for ContactView {
+    fn from(c: Contact) -> Self {
+        ContactView {
+            id: c.id,
+            full_name: c.full_name,
+            email: c.email,
+            phone: c.phone,
+            company: c.company,
+            notes: c.notes,
+            created_at: rfc3339(c.created_at),
+            updated_at: rfc3339(c.updated_at),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Page)]
+struct PageView {
+    items: Vec<ContactView>,
+    /// Give it as `cursor` for the next page; `null` on the last page.
+    next_cursor: Option<String>,
 }
 
 /// A new contact. Optional fields left out, `null` or blank are unset.
@@ -155,14 +218,14 @@ error_responses!(WriteErrors: body_errors(), bearer_errors(), server_errors());
     request_body(content = NewContact, example = json!({
         "fullName": "Grace Hopper", "email": "grace@example.com", "company": "Navy"
     })),
-    responses((status = 201, description = "The new contact", body = Envelope<Contact>), WriteErrors))]
+    responses((status = 201, description = "The new contact", body = Envelope<ContactView>), WriteErrors))]
 async fn create(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
     AppJson(body): AppJson<NewContact>,
-) -> Result<(StatusCode, Answer<Contact>)> {
+) -> Result<(StatusCode, Answer<ContactView>)> {
     let contact = state.contacts.create(who.user_id, body.into()).await?;
-    Ok((StatusCode::CREATED, ok(contact)))
+    Ok((StatusCode::CREATED, ok(contact.into())))
 }
 
 error_responses!(OneErrors: bearer_errors(), [Error::NotFound], server_errors());
@@ -170,13 +233,13 @@ error_responses!(OneErrors: bearer_errors(), [Error::NotFound], server_errors())
 /// One contact.
 #[utoipa::path(get, path = "/contacts/{id}", tag = "crm", security(("bearer" = [])),
     params(("id" = Uuid, Path, description = "The contact's id")),
-    responses((status = 200, description = "The contact", body = Envelope<Contact>), OneErrors))]
+    responses((status = 200, description = "The contact", body = Envelope<ContactView>), OneErrors))]
 async fn read(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
     PathId(id): PathId,
-) -> Result<Answer<Contact>> {
-    Ok(ok(state.contacts.get(who.user_id, id).await?))
+) -> Result<Answer<ContactView>> {
+    Ok(ok(state.contacts.get(who.user_id, id).await?.into()))
 }
 
 error_responses!(UpdateErrors:
@@ -190,17 +253,15 @@ error_responses!(UpdateErrors:
 #[utoipa::path(patch, path = "/contacts/{id}", tag = "crm", security(("bearer" = [])),
     params(("id" = Uuid, Path, description = "The contact's id")),
     request_body(content = ContactBody, example = json!({ "company": "Yale", "phone": null })),
-    responses((status = 200, description = "The changed contact", body = Envelope<Contact>), UpdateErrors))]
+    responses((status = 200, description = "The changed contact", body = Envelope<ContactView>), UpdateErrors))]
 async fn update(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
     PathId(id): PathId,
     AppJson(body): AppJson<ContactBody>,
-) -> Result<Answer<Contact>> {
-    Ok(ok(state
-        .contacts
-        .update(who.user_id, id, body.into())
-        .await?))
+) -> Result<Answer<ContactView>> {
+    let contact = state.contacts.update(who.user_id, id, body.into()).await?;
+    Ok(ok(contact.into()))
 }
 
 /// Delete a contact.

@@ -13,7 +13,7 @@ use ipnet::IpNet;
 use serde::de::DeserializeOwned;
 
 use super::{AppState, BODY_LIMIT};
-use crate::auth::service::{ClientInfo, Principal};
+use crate::auth::model::{ClientInfo, Principal};
 use crate::error::{Error, FieldErrors};
 
 /// A JSON body. Wrong content type → 415, too large → 413, bad JSON → 400 naming the reason,

@@ -12,7 +12,6 @@ use utoipa_axum::routes;
 
 use super::docs::error_responses;
 use super::{Answer, AppState, Envelope, ok};
-use crate::auth::tokens::Jwks;
 use crate::error::Error;
 
 pub const OPENAPI_PATH: &str = "/api/v1/openapi.json";
@@ -52,13 +51,51 @@ async fn readyz(State(state): State<AppState>) -> Result<Answer<Status>, Error> 
     Ok(ok(Status { status: "ok" }))
 }
 
+/// A JWK Set (RFC 7517) of Ed25519 public keys (RFC 8037).
+#[derive(Serialize, ToSchema)]
+#[schema(as = Jwks)]
+struct JwksDoc {
+    keys: Vec<JwkDoc>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[schema(as = Jwk)]
+struct JwkDoc {
+    #[schema(example = "OKP")]
+    kty: String,
+    #[schema(example = "Ed25519")]
+    crv: String,
+    /// The public key, base64url.
+    x: String,
+    /// RFC 7638 thumbprint of the key; the `kid` of the tokens it verifies.
+    kid: String,
+    #[schema(example = "sig")]
+    r#use: String,
+    #[schema(example = "EdDSA")]
+    alg: String,
+}
+
 /// The public keys that verify access tokens (a bare RFC 7517 JWK Set, not enveloped).
 ///
 /// Cache it for a minute; a token whose `kid` is not in the cached set is the cue to fetch it again.
 #[utoipa::path(get, path = "/.well-known/jwks.json", tag = "service",
-    responses((status = 200, description = "The JWK Set", body = Jwks)))]
+    responses((status = 200, description = "The JWK Set", body = JwksDoc)))]
 async fn jwks(State(state): State<AppState>) -> impl IntoResponse {
-    let keys = state.auth.tokens().keyring().jwks();
+    let jwks = state.keyring.jwks();
+    let keys = JwksDoc {
+        keys: jwks
+            .keys
+            .iter()
+            .map(|k| JwkDoc {
+                kty: k.kty.into(),
+                crv: k.crv.into(),
+                x: k.x.clone(),
+                kid: k.kid.clone(),
+                r#use: k.r#use.into(),
+                alg: k.alg.into(),
+            })
+            .collect(),
+    };
     (
         [(header::CACHE_CONTROL, "public, max-age=60")],
         axum::Json(keys),

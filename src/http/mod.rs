@@ -1,9 +1,10 @@
 //! The HTTP interface: a router per resource, merged here, with the layers every call passes.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::Router;
-use axum::http::{Request, header};
+use axum::http::{HeaderValue, Request, header};
 use axum::response::{IntoResponse, Response};
 use ipnet::IpNet;
 use serde::Serialize;
@@ -14,45 +15,46 @@ use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
-use crate::auth::service::AuthService;
-use crate::crm::Contacts;
+use crate::config::Settings;
 use crate::error::Error;
-use crate::store::Store;
+use crate::services::Services;
 
 mod auth;
 mod crm;
-pub mod docs;
-pub mod error;
-pub mod extract;
+mod docs;
+mod error;
+mod extract;
 mod meta;
+mod metrics;
 
-/// Largest request body accepted (API.md §1).
+pub use metrics::metrics_router;
+
+/// Largest request body accepted (docs/api.md §1).
 pub const BODY_LIMIT: usize = 64 * 1024;
 
+/// What every handler reaches: the services, and the settings of the HTTP edge.
 #[derive(Clone)]
-pub struct AppState(Arc<Inner>);
-
-pub struct Inner {
-    pub auth: AuthService,
-    pub contacts: Contacts,
-    pub store: Store,
-    pub trusted_proxies: Vec<IpNet>,
-    pub registration_open: bool,
+pub struct AppState {
+    services: Arc<Services>,
+    trusted_proxies: Arc<[IpNet]>,
     /// A request's whole body must arrive within this.
-    pub body_timeout: std::time::Duration,
-    pub metrics: std::sync::Arc<crate::metrics::Metrics>,
+    body_timeout: Duration,
 }
 
 impl AppState {
-    pub fn new(inner: Inner) -> Self {
-        AppState(Arc::new(inner))
+    pub fn new(services: Arc<Services>, settings: &Settings) -> Self {
+        AppState {
+            services,
+            trusted_proxies: settings.trusted_proxies.clone().into(),
+            body_timeout: settings.body_timeout,
+        }
     }
 }
 
 impl std::ops::Deref for AppState {
-    type Target = Inner;
-    fn deref(&self) -> &Inner {
-        &self.0
+    type Target = Services;
+    fn deref(&self) -> &Services {
+        &self.services
     }
 }
 
@@ -101,6 +103,7 @@ pub fn router(state: AppState) -> Router {
     api.merge(docs_page)
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
+        .layer(axum::middleware::from_fn(no_store_by_default))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             extract::read_whole_body,
@@ -143,6 +146,20 @@ pub fn router(state: AppState) -> Router {
 }
 
 const REQUEST_ID: &str = "x-request-id";
+
+/// Answers are about one caller (tokens, secrets, their account and contacts): no cache may keep
+/// them (RFC 6749 §5.1 for the token answers), unless a route says otherwise (the JWK Set).
+async fn no_store_by_default(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut response = next.run(req).await;
+    response
+        .headers_mut()
+        .entry(header::CACHE_CONTROL)
+        .or_insert(HeaderValue::from_static("no-store"));
+    response
+}
 
 /// Every request has an id, logged with it and returned in `X-Request-Id`: the caller's own if it
 /// is a plausible id (1–128 of `A-Z a-z 0-9 . _ : -`, so it cannot forge log lines), else a new

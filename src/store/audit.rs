@@ -3,6 +3,7 @@
 use uuid::Uuid;
 
 use super::{Store, on_pool, on_write_pool};
+use crate::error::Result;
 
 pub struct NewEvent<'a> {
     pub at: i64,
@@ -27,7 +28,7 @@ pub struct EventRow {
 }
 
 impl Store {
-    pub async fn insert_event(&self, e: &NewEvent<'_>) -> Result<(), sqlx::Error> {
+    pub async fn insert_event(&self, e: &NewEvent<'_>) -> Result<()> {
         let sql = "INSERT INTO audit_events (id, at, event, user_id, session_id, ip, user_agent, \
                    detail) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)";
         on_write_pool!(self, |pool| sqlx::query(sql)
@@ -45,11 +46,7 @@ impl Store {
     }
 
     /// Events at or after `since`, of one user if given, oldest first.
-    pub async fn events(
-        &self,
-        since: i64,
-        user_id: Option<Uuid>,
-    ) -> Result<Vec<EventRow>, sqlx::Error> {
+    pub async fn events(&self, since: i64, user_id: Option<Uuid>) -> Result<Vec<EventRow>> {
         let mut sql =
             "SELECT a.at, a.event, a.user_id, u.email, a.session_id, a.ip, a.user_agent, \
                        a.detail FROM audit_events a LEFT JOIN users u ON u.id = a.user_id \
@@ -69,7 +66,7 @@ impl Store {
     }
 
     /// Deletes events older than `before`.
-    pub async fn purge_events(&self, before: i64) -> Result<u64, sqlx::Error> {
+    pub async fn purge_events(&self, before: i64) -> Result<u64> {
         let sql = "DELETE FROM audit_events WHERE at < $1";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(before)

@@ -3,20 +3,40 @@
 use uuid::Uuid;
 
 use super::{Store, on_pool, on_write_pool};
+use crate::crm::Contact;
+use crate::error::Result;
 
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct ContactRow {
-    pub id: Uuid,
-    pub full_name: String,
-    pub email: Option<String>,
-    pub phone: Option<String>,
-    pub company: Option<String>,
-    pub notes: Option<String>,
-    pub created_at: i64,
-    pub updated_at: i64,
+#[derive(sqlx::FromRow)]
+struct ContactRow {
+    id: Uuid,
+    full_name: String,
+    email: Option<String>,
+    phone: Option<String>,
+    company: Option<String>,
+    notes: Option<String>,
+    created_at: i64,
+    updated_at: i64,
+    version: i64,
 }
 
-const CONTACT_COLUMNS: &str = "id, full_name, email, phone, company, notes, created_at, updated_at";
+impl From<ContactRow> for Contact {
+    fn from(r: ContactRow) -> Self {
+        Contact {
+            id: r.id,
+            full_name: r.full_name,
+            email: r.email,
+            phone: r.phone,
+            company: r.company,
+            notes: r.notes,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            version: r.version,
+        }
+    }
+}
+
+const CONTACT_COLUMNS: &str =
+    "id, full_name, email, phone, company, notes, created_at, updated_at, version";
 
 /// The fields a user sets, plus what is derived from them.
 pub struct ContactFields<'a> {
@@ -32,9 +52,9 @@ impl Store {
     pub async fn insert_contact(
         &self,
         owner: Uuid,
-        row: &ContactRow,
+        row: &Contact,
         search_text: &str,
-    ) -> Result<(), sqlx::Error> {
+    ) -> Result<()> {
         let sql = "INSERT INTO contacts (id, owner_id, full_name, email, phone, company, notes, \
                    search_text, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
         on_write_pool!(self, |pool| sqlx::query(sql)
@@ -50,32 +70,37 @@ impl Store {
             .bind(row.updated_at)
             .execute(pool)
             .await
-            .map(|_| ()))?;
-        Ok(())
+            .map(|_| ()))
     }
 
-    pub async fn contact(&self, owner: Uuid, id: Uuid) -> Result<Option<ContactRow>, sqlx::Error> {
+    pub async fn contact(&self, owner: Uuid, id: Uuid) -> Result<Option<Contact>> {
         let sql = format!("SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_id = $1 AND id = $2");
-        on_pool!(self, |pool| sqlx::query_as(&sql)
+        let row: Option<ContactRow> = on_pool!(self, |pool| sqlx::query_as(&sql)
             .bind(owner)
             .bind(id)
             .fetch_optional(pool)
-            .await)
+            .await)?;
+        Ok(row.map(Contact::from))
     }
 
+    /// Writes `fields` over the contact if it is still at `version` (compare-and-set: a change
+    /// merged from an older read must not overwrite a newer one); `None` if it has moved on or is
+    /// gone.
     pub async fn update_contact(
         &self,
         owner: Uuid,
         id: Uuid,
+        version: i64,
         fields: &ContactFields<'_>,
         updated_at: i64,
-    ) -> Result<Option<ContactRow>, sqlx::Error> {
+    ) -> Result<Option<Contact>> {
         let sql = format!(
             "UPDATE contacts SET full_name = $3, email = $4, phone = $5, company = $6, notes = $7, \
-             search_text = $8, updated_at = $9 WHERE owner_id = $1 AND id = $2 \
+             search_text = $8, updated_at = $9, version = version + 1 \
+             WHERE owner_id = $1 AND id = $2 AND version = $10 \
              RETURNING {CONTACT_COLUMNS}"
         );
-        on_write_pool!(self, |pool| sqlx::query_as(&sql)
+        let row: Option<ContactRow> = on_write_pool!(self, |pool| sqlx::query_as(&sql)
             .bind(owner)
             .bind(id)
             .bind(fields.full_name)
@@ -85,11 +110,13 @@ impl Store {
             .bind(fields.notes)
             .bind(fields.search_text)
             .bind(updated_at)
+            .bind(version)
             .fetch_optional(pool)
-            .await)
+            .await)?;
+        Ok(row.map(Contact::from))
     }
 
-    pub async fn delete_contact(&self, owner: Uuid, id: Uuid) -> Result<bool, sqlx::Error> {
+    pub async fn delete_contact(&self, owner: Uuid, id: Uuid) -> Result<bool> {
         let sql = "DELETE FROM contacts WHERE owner_id = $1 AND id = $2";
         let n = on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(owner)
@@ -109,7 +136,7 @@ impl Store {
         before: Option<Uuid>,
         needle: Option<&str>,
         limit: i64,
-    ) -> Result<Vec<ContactRow>, sqlx::Error> {
+    ) -> Result<Vec<Contact>> {
         // `q` is a literal substring: LIKE's own wildcards in it are escaped.
         let pattern = needle.map(|n| {
             let escaped = n
@@ -132,7 +159,7 @@ impl Store {
             sql.push_str(&format!(" AND search_text LIKE ${n} ESCAPE '\\'"));
         }
         sql.push_str(&format!(" ORDER BY id DESC LIMIT ${}", n + 1));
-        on_pool!(self, |pool| {
+        let rows: Vec<ContactRow> = on_pool!(self, |pool| {
             let mut query = sqlx::query_as(&sql).bind(owner);
             if let Some(before) = before {
                 query = query.bind(before);
@@ -141,6 +168,7 @@ impl Store {
                 query = query.bind(pattern);
             }
             query.bind(limit).fetch_all(pool).await
-        })
+        })?;
+        Ok(rows.into_iter().map(Contact::from).collect())
     }
 }

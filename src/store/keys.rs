@@ -1,6 +1,7 @@
 //! Signing keys: one active, the retired ones kept while tokens they signed may still be presented.
 
-use super::{Store, now_ms, on_pool, on_write_pool};
+use super::{Store, on_pool, on_write_pool};
+use crate::error::Result;
 
 #[derive(Debug, Clone, sqlx::FromRow)]
 pub struct KeyRow {
@@ -9,14 +10,13 @@ pub struct KeyRow {
     pub public_key: Vec<u8>,
     pub state: String,
     pub created_at: i64,
-    pub retired_at: Option<i64>,
 }
 
-const KEY_COLUMNS: &str = "kid, private_key, public_key, state, created_at, retired_at";
+const KEY_COLUMNS: &str = "kid, private_key, public_key, state, created_at";
 
 impl Store {
     /// The active key and the keys retired after `retired_after`, newest first.
-    pub async fn signing_keys(&self, retired_after: i64) -> Result<Vec<KeyRow>, sqlx::Error> {
+    pub async fn signing_keys(&self, retired_after: i64) -> Result<Vec<KeyRow>> {
         let sql = format!(
             "SELECT {KEY_COLUMNS} FROM signing_keys \
              WHERE state = 'active' OR retired_at > $1 ORDER BY created_at DESC"
@@ -29,7 +29,7 @@ impl Store {
 
     /// Inserts `key` as the active key unless one exists (the unique index on the active state
     /// settles a race between instances starting together). Returns whether it was inserted.
-    pub async fn insert_first_key(&self, key: &KeyRow) -> Result<bool, sqlx::Error> {
+    pub async fn insert_first_key(&self, key: &KeyRow) -> Result<bool> {
         let sql = "INSERT INTO signing_keys (kid, private_key, public_key, state, created_at) \
                    VALUES ($1, $2, $3, 'active', $4) ON CONFLICT DO NOTHING";
         let n = on_write_pool!(self, |pool| sqlx::query(sql)
@@ -44,14 +44,14 @@ impl Store {
     }
 
     /// Retires the active key and makes `key` the active one, in one transaction.
-    pub async fn rotate_key(&self, key: &KeyRow) -> Result<(), sqlx::Error> {
+    pub async fn rotate_key(&self, key: &KeyRow, now: i64) -> Result<()> {
         let retire =
             "UPDATE signing_keys SET state = 'retired', retired_at = $1 WHERE state = 'active'";
         let insert = "INSERT INTO signing_keys (kid, private_key, public_key, state, created_at) \
                       VALUES ($1, $2, $3, 'active', $4)";
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
-            sqlx::query(retire).bind(now_ms()).execute(&mut *tx).await?;
+            sqlx::query(retire).bind(now).execute(&mut *tx).await?;
             sqlx::query(insert)
                 .bind(&key.kid)
                 .bind(&key.private_key)
@@ -64,7 +64,7 @@ impl Store {
     }
 
     /// Every key ever made, newest first, for `gatehouse keys list`.
-    pub async fn all_signing_keys(&self) -> Result<Vec<KeyRow>, sqlx::Error> {
+    pub async fn all_signing_keys(&self) -> Result<Vec<KeyRow>> {
         let sql = format!("SELECT {KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC");
         on_pool!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await)
     }

@@ -1,16 +1,20 @@
 //! Storage: one `Store` over SQLite or PostgreSQL. Each query is written once in SQL that both
 //! accept and runs against whichever pool is configured (`on_pool!`); the schema is one set of
-//! embedded migrations. Nothing outside this module writes SQL.
+//! embedded migrations. Nothing outside this module writes SQL or sees a driver type: every
+//! function answers the service's own `Error`, a lost connection as `Unavailable`.
 
 use std::str::FromStr;
 use std::time::Duration;
 
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+
+use crate::error::{Error, Result};
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
 };
 
 pub mod audit;
+pub mod challenges;
 pub mod contacts;
 pub mod keys;
 pub mod sessions;
@@ -21,13 +25,15 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// Runs `$body` with `$pool` bound to the concrete pool, so the same query text and types serve
 /// both backends while each is compiled against its own driver (no `Any` row conversion). For
-/// reads; what writes uses `on_write_pool!`.
+/// reads; what writes uses `on_write_pool!`. `$body` is a `Result<_, sqlx::Error>` (its `?` and
+/// `return` stay inside it); the driver's error becomes the service's.
 macro_rules! on_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.backend {
-            $crate::store::Backend::Sqlite { read: $pool, .. } => $body,
-            $crate::store::Backend::Postgres($pool) => $body,
+            $crate::store::Backend::Sqlite { read: $pool, .. } => async { $body }.await,
+            $crate::store::Backend::Postgres($pool) => async { $body }.await,
         }
+        .map_err($crate::store::db_error)
     };
 }
 pub(crate) use on_pool;
@@ -39,9 +45,10 @@ pub(crate) use on_pool;
 macro_rules! on_write_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.backend {
-            $crate::store::Backend::Sqlite { write: $pool, .. } => $body,
-            $crate::store::Backend::Postgres($pool) => $body,
+            $crate::store::Backend::Sqlite { write: $pool, .. } => async { $body }.await,
+            $crate::store::Backend::Postgres($pool) => async { $body }.await,
         }
+        .map_err($crate::store::db_error)
     };
 }
 pub(crate) use on_write_pool;
@@ -100,25 +107,28 @@ impl Store {
     /// Applies the embedded migrations (PostgreSQL: under an advisory lock, so instances starting
     /// together take turns).
     pub async fn migrate(&self) -> anyhow::Result<()> {
-        on_write_pool!(self, |pool| MIGRATOR.run(pool).await)?;
+        match &self.backend {
+            Backend::Sqlite { write, .. } => MIGRATOR.run(write).await?,
+            Backend::Postgres(pool) => MIGRATOR.run(pool).await?,
+        }
         Ok(())
     }
 
     /// A round trip to the database, for `/readyz`.
-    pub async fn ping(&self) -> Result<(), sqlx::Error> {
+    pub async fn ping(&self) -> Result<()> {
         on_pool!(self, |pool| sqlx::query("SELECT 1")
             .execute(pool)
             .await
-            .map(|_| ()))?;
-        Ok(())
+            .map(|_| ()))
     }
 
     /// Connections of the pool: (idle, in use).
     pub fn pool_use(&self) -> (u32, u32) {
-        on_pool!(self, |pool| {
-            let idle = pool.num_idle() as u32;
-            (idle, pool.size().saturating_sub(idle))
-        })
+        let (idle, size) = match &self.backend {
+            Backend::Sqlite { read, .. } => (read.num_idle(), read.size()),
+            Backend::Postgres(pool) => (pool.num_idle(), pool.size()),
+        };
+        (idle as u32, size.saturating_sub(idle as u32))
     }
 
     pub async fn close(&self) {
@@ -132,20 +142,22 @@ impl Store {
     }
 }
 
-/// Milliseconds since the Unix epoch, the unit of every time column.
-pub fn now_ms() -> i64 {
-    time::OffsetDateTime::now_utc().unix_timestamp_nanos() as i64 / 1_000_000
-}
-
-/// A time column as RFC 3339 in UTC, for the API.
-pub fn rfc3339(ms: i64) -> String {
-    let t = time::OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000)
-        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
-    t.format(&time::format_description::well_known::Rfc3339)
-        .unwrap_or_default()
-}
-
 /// Whether an error is the violation of a unique constraint (e.g. an e-mail in use).
-pub fn is_unique_violation(error: &sqlx::Error) -> bool {
+fn is_unique_violation(error: &sqlx::Error) -> bool {
     matches!(error, sqlx::Error::Database(e) if e.is_unique_violation())
+}
+
+/// The driver's error as the service's: connection-level failures mean the database is away,
+/// which the service rides out (503); anything else (a constraint we did not expect, bad SQL) is
+/// a bug (500).
+pub(crate) fn db_error(error: sqlx::Error) -> Error {
+    match &error {
+        sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
+        | sqlx::Error::WorkerCrashed => Error::Unavailable(error.into()),
+        _ => Error::Internal(error.into()),
+    }
 }

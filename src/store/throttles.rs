@@ -1,6 +1,7 @@
 //! Account throttling state (GCRA), shared through the database. See `auth::throttle`.
 
 use super::{Store, on_pool, on_write_pool};
+use crate::error::Result;
 
 impl Store {
     /// Takes one slot of `key`'s allowance if it has one: moves its arrival time one `interval`
@@ -12,7 +13,7 @@ impl Store {
         now: i64,
         interval: i64,
         tolerance: i64,
-    ) -> Result<bool, sqlx::Error> {
+    ) -> Result<bool> {
         let sql = "INSERT INTO throttles (key, tat) VALUES ($1, $2 + $3) \
                    ON CONFLICT (key) DO UPDATE \
                    SET tat = (CASE WHEN throttles.tat > $2 THEN throttles.tat ELSE $2 END) + $3 \
@@ -29,7 +30,7 @@ impl Store {
     }
 
     /// Gives back a slot taken for an attempt that succeeded.
-    pub async fn return_throttle_slot(&self, key: &str, interval: i64) -> Result<(), sqlx::Error> {
+    pub async fn return_throttle_slot(&self, key: &str, interval: i64) -> Result<()> {
         let sql = "UPDATE throttles SET tat = tat - $2 WHERE key = $1";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(key)
@@ -40,7 +41,7 @@ impl Store {
     }
 
     /// When `key` was last scheduled to (its arrival time), if it has state.
-    pub async fn throttle_tat(&self, key: &str) -> Result<Option<i64>, sqlx::Error> {
+    pub async fn throttle_tat(&self, key: &str) -> Result<Option<i64>> {
         let sql = "SELECT tat FROM throttles WHERE key = $1";
         on_pool!(self, |pool| sqlx::query_scalar(sql)
             .bind(key)
@@ -49,7 +50,7 @@ impl Store {
     }
 
     /// Deletes keys whose arrival time has passed: they hold no state.
-    pub async fn purge_throttles(&self, now: i64) -> Result<u64, sqlx::Error> {
+    pub async fn purge_throttles(&self, now: i64) -> Result<u64> {
         let sql = "DELETE FROM throttles WHERE tat < $1";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(now)

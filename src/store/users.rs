@@ -2,29 +2,45 @@
 
 use uuid::Uuid;
 
-use super::{Store, now_ms, on_pool, on_write_pool};
+use super::{Store, is_unique_violation, on_pool, on_write_pool};
+use crate::auth::model::User;
+use crate::error::Result;
 
-#[derive(Debug, Clone, sqlx::FromRow)]
-pub struct UserRow {
-    pub id: Uuid,
-    pub email: String,
-    pub email_normalized: String,
-    pub full_name: String,
-    pub password_hash: String,
-    pub disabled: bool,
-    pub totp_secret: Option<Vec<u8>>,
-    pub totp_pending: Option<Vec<u8>>,
-    pub created_at: i64,
+#[derive(sqlx::FromRow)]
+struct UserRow {
+    id: Uuid,
+    email: String,
+    email_normalized: String,
+    full_name: String,
+    password_hash: String,
+    disabled: bool,
+    totp_secret: Option<Vec<u8>>,
+    totp_pending: Option<Vec<u8>>,
+    auth_epoch: i64,
+    second_factor_blocked_until: Option<i64>,
+    created_at: i64,
 }
 
-impl UserRow {
-    pub fn two_factor_enabled(&self) -> bool {
-        self.totp_secret.is_some()
+impl From<UserRow> for User {
+    fn from(r: UserRow) -> Self {
+        User {
+            id: r.id,
+            email: r.email,
+            email_normalized: r.email_normalized,
+            full_name: r.full_name,
+            password_hash: r.password_hash,
+            disabled: r.disabled,
+            totp_secret: r.totp_secret,
+            totp_pending: r.totp_pending,
+            auth_epoch: r.auth_epoch,
+            second_factor_blocked_until: r.second_factor_blocked_until,
+            created_at: r.created_at,
+        }
     }
 }
 
-const USER_COLUMNS: &str = "id, email, email_normalized, full_name, password_hash, disabled, totp_secret, totp_pending, \
-     created_at";
+const USER_COLUMNS: &str = "id, email, email_normalized, full_name, password_hash, disabled, \
+     totp_secret, totp_pending, auth_epoch, second_factor_blocked_until, created_at";
 
 pub struct NewUser<'a> {
     pub id: Uuid,
@@ -32,6 +48,7 @@ pub struct NewUser<'a> {
     pub email_normalized: &'a str,
     pub full_name: &'a str,
     pub password_hash: &'a str,
+    pub created_at: i64,
 }
 
 /// Replaces a user's recovery codes with `hashes` inside the open transaction `tx` (of either
@@ -53,68 +70,56 @@ macro_rules! put_recovery_codes {
 }
 
 impl Store {
-    /// Inserts the user; a unique violation (e-mail in use) comes back as the sqlx error.
-    pub async fn insert_user(&self, user: &NewUser<'_>) -> Result<(), sqlx::Error> {
-        let now = now_ms();
+    /// Inserts the user; false if the e-mail is in use.
+    pub async fn insert_user(&self, user: &NewUser<'_>) -> Result<bool> {
         let sql = "INSERT INTO users (id, email, email_normalized, full_name, password_hash, \
                    created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $6)";
-        on_write_pool!(self, |pool| sqlx::query(sql)
-            .bind(user.id)
-            .bind(user.email)
-            .bind(user.email_normalized)
-            .bind(user.full_name)
-            .bind(user.password_hash)
-            .bind(now)
-            .execute(pool)
-            .await
-            .map(|_| ()))?;
-        Ok(())
+        on_write_pool!(self, |pool| {
+            let inserted = sqlx::query(sql)
+                .bind(user.id)
+                .bind(user.email)
+                .bind(user.email_normalized)
+                .bind(user.full_name)
+                .bind(user.password_hash)
+                .bind(user.created_at)
+                .execute(pool)
+                .await;
+            match inserted {
+                Ok(_) => Ok(true),
+                Err(e) if is_unique_violation(&e) => Ok(false),
+                Err(e) => Err(e),
+            }
+        })
     }
 
-    pub async fn user_by_email(
-        &self,
-        email_normalized: &str,
-    ) -> Result<Option<UserRow>, sqlx::Error> {
+    pub async fn user_by_email(&self, email_normalized: &str) -> Result<Option<User>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE email_normalized = $1");
-        on_pool!(self, |pool| sqlx::query_as(&sql)
+        let row: Option<UserRow> = on_pool!(self, |pool| sqlx::query_as(&sql)
             .bind(email_normalized)
             .fetch_optional(pool)
-            .await)
+            .await)?;
+        Ok(row.map(User::from))
     }
 
-    pub async fn user_by_id(&self, id: Uuid) -> Result<Option<UserRow>, sqlx::Error> {
+    pub async fn user_by_id(&self, id: Uuid) -> Result<Option<User>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
-        on_pool!(self, |pool| sqlx::query_as(&sql)
+        let row: Option<UserRow> = on_pool!(self, |pool| sqlx::query_as(&sql)
             .bind(id)
             .fetch_optional(pool)
-            .await)
+            .await)?;
+        Ok(row.map(User::from))
     }
 
-    pub async fn list_users(&self) -> Result<Vec<UserRow>, sqlx::Error> {
+    pub async fn list_users(&self) -> Result<Vec<User>> {
         let sql = format!("SELECT {USER_COLUMNS} FROM users ORDER BY created_at, email_normalized");
-        on_pool!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await)
-    }
-
-    pub async fn set_password_hash(&self, id: Uuid, hash: &str) -> Result<bool, sqlx::Error> {
-        let sql = "UPDATE users SET password_hash = $2, updated_at = $3 WHERE id = $1";
-        let done = on_write_pool!(self, |pool| sqlx::query(sql)
-            .bind(id)
-            .bind(hash)
-            .bind(now_ms())
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))?;
-        Ok(done == 1)
+        let rows: Vec<UserRow> = on_pool!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await)?;
+        Ok(rows.into_iter().map(User::from).collect())
     }
 
     /// Replaces a hash only if it is still the one that was verified, so a concurrent password
-    /// change is never overwritten by an upgrade of the old password.
-    pub async fn upgrade_password_hash(
-        &self,
-        id: Uuid,
-        old: &str,
-        new: &str,
-    ) -> Result<(), sqlx::Error> {
+    /// change is never overwritten by an upgrade of the old password. Not a change of password:
+    /// `auth_epoch` stays.
+    pub async fn upgrade_password_hash(&self, id: Uuid, old: &str, new: &str) -> Result<()> {
         let sql = "UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
@@ -122,32 +127,31 @@ impl Store {
             .bind(new)
             .execute(pool)
             .await
-            .map(|_| ()))?;
-        Ok(())
+            .map(|_| ()))
     }
 
-    pub async fn set_disabled(&self, id: Uuid, disabled: bool) -> Result<(), sqlx::Error> {
+    /// Enables or disables an account, without ending its sessions (see `revoke_user_sessions`
+    /// and `set_disabled_and_revoke`).
+    pub async fn set_disabled(&self, id: Uuid, disabled: bool, now: i64) -> Result<()> {
         let sql = "UPDATE users SET disabled = $2, updated_at = $3 WHERE id = $1";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(disabled)
-            .bind(now_ms())
+            .bind(now)
             .execute(pool)
             .await
-            .map(|_| ()))?;
-        Ok(())
+            .map(|_| ()))
     }
 
-    pub async fn set_totp_pending(&self, id: Uuid, sealed: &[u8]) -> Result<(), sqlx::Error> {
+    pub async fn set_totp_pending(&self, id: Uuid, sealed: &[u8], now: i64) -> Result<()> {
         let sql = "UPDATE users SET totp_pending = $2, updated_at = $3 WHERE id = $1";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(sealed)
-            .bind(now_ms())
+            .bind(now)
             .execute(pool)
             .await
-            .map(|_| ()))?;
-        Ok(())
+            .map(|_| ()))
     }
 
     /// Turns the pending secret into the enabled one and stores the recovery codes, in one
@@ -159,9 +163,11 @@ impl Store {
         pending: &[u8],
         step: i64,
         recovery_hashes: &[[u8; 32]],
-    ) -> Result<bool, sqlx::Error> {
+        now: i64,
+    ) -> Result<bool> {
         let enable = "UPDATE users SET totp_secret = totp_pending, totp_pending = NULL, \
-                      totp_last_step = $3, updated_at = $4 \
+                      totp_last_step = $3, second_factor_failures = 0, \
+                      second_factor_blocked_until = NULL, updated_at = $4 \
                       WHERE id = $1 AND totp_pending = $2 AND totp_secret IS NULL";
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
@@ -169,7 +175,7 @@ impl Store {
                 .bind(id)
                 .bind(pending)
                 .bind(step)
-                .bind(now_ms())
+                .bind(now)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
@@ -188,7 +194,8 @@ impl Store {
         &self,
         id: Uuid,
         recovery_hashes: &[[u8; 32]],
-    ) -> Result<bool, sqlx::Error> {
+        now: i64,
+    ) -> Result<bool> {
         // The UPDATE comes first: it locks the user row, so a concurrent disable either ran before
         // (and this finds 2FA off) or waits for these codes and then deletes them.
         let lock = "UPDATE users SET updated_at = $2 WHERE id = $1 AND totp_secret IS NOT NULL";
@@ -196,7 +203,7 @@ impl Store {
             let mut tx = pool.begin().await?;
             let enabled = sqlx::query(lock)
                 .bind(id)
-                .bind(now_ms())
+                .bind(now)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
@@ -210,14 +217,15 @@ impl Store {
     }
 
     /// Turns 2FA off and forgets the secret, the pending secret and the recovery codes.
-    pub async fn disable_totp(&self, id: Uuid) -> Result<bool, sqlx::Error> {
+    pub async fn disable_totp(&self, id: Uuid, now: i64) -> Result<bool> {
         let sql = "UPDATE users SET totp_secret = NULL, totp_pending = NULL, totp_last_step = NULL, \
-                   updated_at = $2 WHERE id = $1";
+                   second_factor_failures = 0, second_factor_blocked_until = NULL, updated_at = $2 \
+                   WHERE id = $1";
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             let changed = sqlx::query(sql)
                 .bind(id)
-                .bind(now_ms())
+                .bind(now)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
@@ -231,7 +239,7 @@ impl Store {
     }
 
     /// Records `step` as used if it is newer than every step used before: false means a replay.
-    pub async fn claim_totp_step(&self, id: Uuid, step: i64) -> Result<bool, sqlx::Error> {
+    pub async fn claim_totp_step(&self, id: Uuid, step: i64) -> Result<bool> {
         let sql = "UPDATE users SET totp_last_step = $2 \
                    WHERE id = $1 AND (totp_last_step IS NULL OR totp_last_step < $2)";
         let n = on_write_pool!(self, |pool| sqlx::query(sql)
@@ -244,24 +252,66 @@ impl Store {
     }
 
     /// Marks an unused recovery code used; false if there is no such unused code.
-    pub async fn use_recovery_code(&self, id: Uuid, hash: &[u8; 32]) -> Result<bool, sqlx::Error> {
+    pub async fn use_recovery_code(&self, id: Uuid, hash: &[u8; 32], now: i64) -> Result<bool> {
         let sql = "UPDATE recovery_codes SET used_at = $3 \
                    WHERE user_id = $1 AND code_hash = $2 AND used_at IS NULL";
         let n = on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
             .bind(&hash[..])
-            .bind(now_ms())
+            .bind(now)
             .execute(pool)
             .await
             .map(|r| r.rows_affected()))?;
         Ok(n == 1)
     }
 
-    pub async fn recovery_codes_remaining(&self, id: Uuid) -> Result<i64, sqlx::Error> {
+    pub async fn recovery_codes_remaining(&self, id: Uuid) -> Result<i64> {
         let sql = "SELECT COUNT(*) FROM recovery_codes WHERE user_id = $1 AND used_at IS NULL";
         on_pool!(self, |pool| sqlx::query_scalar(sql)
             .bind(id)
             .fetch_one(pool)
             .await)
+    }
+
+    /// Counts a wrong second-factor code; returns the consecutive failures so far, and sets the
+    /// wait that `block_for` gives for that count (ms, from `now`; none for 0).
+    pub async fn second_factor_failed(
+        &self,
+        id: Uuid,
+        now: i64,
+        block_for: impl Fn(i64) -> i64,
+    ) -> Result<i64> {
+        let count = "UPDATE users SET second_factor_failures = second_factor_failures + 1 \
+                     WHERE id = $1 RETURNING second_factor_failures";
+        let block = "UPDATE users SET second_factor_blocked_until = $2 WHERE id = $1";
+        on_write_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            let failures: i64 = sqlx::query_scalar(count)
+                .bind(id)
+                .fetch_optional(&mut *tx)
+                .await?
+                .unwrap_or(0);
+            let wait = block_for(failures);
+            if wait > 0 {
+                sqlx::query(block)
+                    .bind(id)
+                    .bind(now + wait)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(failures)
+        })
+    }
+
+    /// A right second-factor code: the run of failures is over.
+    pub async fn second_factor_succeeded(&self, id: Uuid) -> Result<()> {
+        let sql = "UPDATE users SET second_factor_failures = 0, second_factor_blocked_until = NULL \
+                   WHERE id = $1 AND second_factor_failures > 0";
+        on_write_pool!(self, |pool| sqlx::query(sql)
+            .bind(id)
+            .execute(pool)
+            .await
+            .map(|_| ()))
     }
 }

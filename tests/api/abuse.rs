@@ -19,7 +19,7 @@ both_backends!(
     a_login_flood_is_shed_not_queued_without_bound,
 );
 
-/// Failures an account may have at once (half of API.md's 100 per 15 minutes; see
+/// Failures an account may have at once (half of docs/api.md's 100 per 15 minutes; see
 /// `auth::throttle`).
 const ACCOUNT_BURST: usize = 50;
 /// Attempts an address may make at once (half of 300 per 15 minutes).
@@ -36,7 +36,7 @@ async fn login_with(app: &TestApp, email: &str, password: &str, forwarded: Optio
     app.send(request).await
 }
 
-/// A 429 as API.md has it: `Retry-After` in seconds, the same in `details`, at most 15 minutes.
+/// A 429 as docs/api.md has it: `Retry-After` in seconds, the same in `details`, at most 15 minutes.
 #[track_caller]
 fn throttled(answer: &Answer) -> u64 {
     let error = answer.error(429, "RATE_LIMITED");

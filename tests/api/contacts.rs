@@ -14,6 +14,7 @@ both_backends!(
     bad_list_parameters_are_named,
     contacts_are_created_read_patched_and_deleted,
     every_bad_contact_field_is_named,
+    concurrent_patches_of_different_fields_all_survive,
 );
 
 async fn create(app: &TestApp, token: &str, body: Value) -> Value {
@@ -326,4 +327,40 @@ async fn every_bad_contact_field_is_named(backend: Backend) {
         names(&app, &token, "").await.is_empty(),
         "nothing was stored"
     );
+}
+
+async fn concurrent_patches_of_different_fields_all_survive(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (token, _) = app.logged_in_user("pat@example.com").await;
+    let fields = ["phone", "company", "notes"];
+    for round in 0..5 {
+        let contact = create(&app, &token, json!({ "fullName": "Before" })).await;
+        let path = format!("/api/v1/crm/contacts/{}", contact["id"].as_str().unwrap());
+        // Each request changes a field of its own, all at once.
+        let patches = fields.iter().map(|field| {
+            app.call(
+                Method::PATCH,
+                &path,
+                Some(&token),
+                Some(json!({ *field: format!("{field} {round}") })),
+            )
+        });
+        let rename = app.call(
+            Method::PATCH,
+            &path,
+            Some(&token),
+            Some(json!({ "fullName": format!("After {round}") })),
+        );
+        let (answers, renamed) = tokio::join!(futures::future::join_all(patches), rename);
+        renamed.data(200);
+        for answer in answers {
+            answer.data(200);
+        }
+        let stored = app.get(&path, &token).await;
+        let stored = stored.data(200);
+        assert_eq!(stored["fullName"], format!("After {round}"), "{stored:#}");
+        for field in fields {
+            assert_eq!(stored[field], format!("{field} {round}"), "{stored:#}");
+        }
+    }
 }

@@ -117,7 +117,7 @@ async fn without_a_database_calls_answer_503_in_the_envelope(backend: Backend) {
     app.create_user("zed@example.com", crate::helpers::PASSWORD)
         .await;
     // A closed pool is what an unreachable database looks like to the handlers.
-    app.state.store.close().await;
+    app.handle.close_database().await;
     app.send(app.client.get(app.url("/readyz")))
         .await
         .error(503, "SERVICE_UNAVAILABLE");

@@ -21,7 +21,7 @@ both_backends!(
     the_account_throttle_is_shared_by_every_instance,
 );
 
-/// API.md §2: running instances sign with a rotated key and publish it within 10 s.
+/// docs/api.md §2: running instances sign with a rotated key and publish it within 10 s.
 const ROTATION_DELAY: Duration = Duration::from_secs(10);
 
 fn add_user(db: &TestDatabase, email: &str) {

@@ -74,15 +74,14 @@ async fn unknown_email_and_wrong_password_get_one_answer(backend: Backend) {
 async fn a_disabled_account_is_told_so_only_with_its_password(backend: Backend) {
     let app = spawn_app(backend).await;
     app.create_user("dave@example.com", PASSWORD).await;
-    let email = gatehouse::domain::Email::parse("dave@example.com").unwrap();
-    app.state.auth.disable_user(&email).await.unwrap();
+    app.handle.disable_user("dave@example.com").await.unwrap();
     app.login("dave@example.com", "not the password")
         .await
         .error(401, "INVALID_CREDENTIALS");
     app.login("dave@example.com", PASSWORD)
         .await
         .error(403, "ACCOUNT_DISABLED");
-    app.state.auth.enable_user(&email).await.unwrap();
+    app.handle.enable_user("dave@example.com").await.unwrap();
     app.login("dave@example.com", PASSWORD).await.data(200);
 }
 
@@ -253,7 +252,7 @@ async fn registration_when_open(backend: Backend) {
 async fn a_weaker_password_hash_is_upgraded_at_login(backend: Backend) {
     use argon2::password_hash::{PasswordHasher as _, SaltString};
     let app = spawn_app(backend).await;
-    let id = app.create_user("old@example.com", PASSWORD).await;
+    app.create_user("old@example.com", PASSWORD).await;
     let weak = argon2::Argon2::new(
         argon2::Algorithm::Argon2id,
         argon2::Version::V0x13,
@@ -265,20 +264,18 @@ async fn a_weaker_password_hash_is_upgraded_at_login(backend: Backend) {
     )
     .unwrap()
     .to_string();
-    app.state.store.set_password_hash(id, &weak).await.unwrap();
+    app.execute(&format!(
+        "UPDATE users SET password_hash = '{weak}' WHERE email_normalized = 'old@example.com'"
+    ))
+    .await;
 
     app.login("old@example.com", PASSWORD).await.data(200);
     // The upgrade runs after the answer; give it a few hashes' time.
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     loop {
-        let hash = app
-            .state
-            .store
-            .user_by_id(id)
-            .await
-            .unwrap()
-            .unwrap()
-            .password_hash;
+        let hash: String = app
+            .scalar("SELECT password_hash FROM users WHERE email_normalized = 'old@example.com'")
+            .await;
         if hash.starts_with("$argon2id$v=19$m=19456,t=2,p=1$") {
             break;
         }

@@ -1,8 +1,8 @@
 //! What operators see: metrics on their own listener, request ids, logs without secrets, the
 //! audit trail, and a clean shutdown under load.
 
+use crate::helpers::code_at;
 use futures::future::join_all;
-use gatehouse::auth::totp::code_at;
 use gatehouse::config::SettingsArgs;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -173,7 +173,12 @@ async fn logs_carry_request_ids_and_no_secret(backend: Backend) {
         .unwrap()
         .to_owned();
     let setup = http
-        .call(Method::POST, "/api/v1/auth/2fa/setup", Some(&access), None)
+        .call(
+            Method::POST,
+            "/api/v1/auth/2fa/setup",
+            Some(&access),
+            Some(json!({ "password": PASSWORD })),
+        )
         .await;
     let secret_b32 = setup.data(200)["secret"].as_str().unwrap().to_owned();
     let secret = base32_decode(&secret_b32);
@@ -368,13 +373,9 @@ async fn the_audit_trail_records_who_did_what_from_where(backend: Backend) {
     );
 
     // Kept 90 days by default, then purged by housekeeping.
-    let ninety_one_days = 91 * 86_400_000;
-    let purged = app
-        .state
-        .auth
-        .housekeep(gatehouse::store::now_ms() + ninety_one_days)
-        .await
-        .unwrap();
+    app.clock()
+        .advance(std::time::Duration::from_secs(91 * 86_400));
+    let purged = app.handle.housekeep().await.unwrap();
     assert_eq!(purged.audit_events, events.len() as u64);
     assert!(audit_events(&app.db, &["--since", "1970-01-01T00:00:00Z"]).is_empty());
 }

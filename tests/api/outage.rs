@@ -137,15 +137,13 @@ impl Drop for OwnPostgres {
 }
 
 #[tokio::test]
+#[cfg_attr(
+    not(gatehouse_postgres_tests),
+    ignore = "PostgreSQL half skipped: GATEHOUSE_TEST_POSTGRES_URL is not set"
+)]
 async fn a_database_outage_is_ridden_out() {
-    if crate::helpers::Backend::postgres().is_none() {
-        eprintln!("skipped: GATEHOUSE_TEST_POSTGRES_URL is not set");
-        return;
-    }
-    let Some(bin) = server_binaries() else {
-        eprintln!("skipped: no PostgreSQL server binaries (initdb, pg_ctl)");
-        return;
-    };
+    let bin = server_binaries()
+        .expect("the PostgreSQL server binaries (initdb, pg_ctl) are installed beside the server");
     let postgres = OwnPostgres::new(bin);
     let db = TestDatabase::external(&postgres.url(), MasterKey::generate().encode());
     let added = db.cli(

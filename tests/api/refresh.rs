@@ -91,8 +91,8 @@ async fn reuse_after_the_grace_window_ends_the_session(backend: Backend) {
         .unwrap()
         .to_owned();
     let new_access = answer.data(200)["accessToken"].as_str().unwrap().to_owned();
-    // Outliving the one-second grace window is the behaviour under test.
-    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    // Past the one-second grace window.
+    app.clock().advance(std::time::Duration::from_millis(1200));
     refresh(&app, &first)
         .await
         .error(401, "REFRESH_TOKEN_INVALID");
@@ -121,11 +121,7 @@ async fn bad_refresh_tokens_are_refused(backend: Backend) {
         "is required"
     );
     // A disabled account's sessions end.
-    app.state
-        .auth
-        .disable_user(&gatehouse::domain::Email::parse("yves@example.com").unwrap())
-        .await
-        .unwrap();
+    app.handle.disable_user("yves@example.com").await.unwrap();
     refresh(&app, &token)
         .await
         .error(401, "REFRESH_TOKEN_INVALID");

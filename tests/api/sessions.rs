@@ -2,7 +2,7 @@
 //! password, turning 2FA off and renewing recovery codes; and the housekeeping that keeps the
 //! session tables from growing without bound.
 
-use gatehouse::auth::totp::code_at;
+use crate::helpers::code_at;
 use gatehouse::config::SettingsArgs;
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -98,7 +98,7 @@ async fn the_session_list_shows_each_live_session_and_the_current_one(backend: B
     assert_eq!(other["userAgent"], "Phone/2.0");
 
     // Using the phone's session moves its last use, and puts it first.
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    app.clock().advance(std::time::Duration::from_millis(1100));
     app.get("/api/v1/crm/contacts", &phone).await.data(200);
     let items = session_list(&app, &phone).await;
     assert_eq!(items[0]["id"], sid(&phone));
@@ -355,18 +355,7 @@ async fn new_recovery_codes_void_the_old_set(backend: Backend) {
 
 /// Rows per table, read straight from the database.
 async fn count(app: &TestApp, table: &str) -> i64 {
-    let sql = format!("SELECT COUNT(*) FROM {table}");
-    if app.db.url.starts_with("sqlite:") {
-        let pool = sqlx::SqlitePool::connect(&app.db.url).await.unwrap();
-        let n = sqlx::query_scalar(&sql).fetch_one(&pool).await.unwrap();
-        pool.close().await;
-        n
-    } else {
-        let pool = sqlx::PgPool::connect(&app.db.url).await.unwrap();
-        let n = sqlx::query_scalar(&sql).fetch_one(&pool).await.unwrap();
-        pool.close().await;
-        n
-    }
+    app.scalar(&format!("SELECT COUNT(*) FROM {table}")).await
 }
 
 async fn housekeeping_deletes_what_no_request_can_need(backend: Backend) {
@@ -410,15 +399,11 @@ async fn housekeeping_deletes_what_no_request_can_need(backend: Backend) {
     assert_eq!(count(&app, "refresh_tokens").await, 5);
     assert_eq!(count(&app, "temp_tokens").await, 1);
 
-    // Run as it would two days from now: the ended session's tokens have all expired, the
-    // consumed records are past the grace window, the challenge is long gone.
-    let two_days = 2 * 86_400_000;
-    let purged = app
-        .state
-        .auth
-        .housekeep(gatehouse::store::now_ms() + two_days)
-        .await
-        .unwrap();
+    // Two days later: the ended session's tokens have all expired, the consumed records are past
+    // the grace window, the challenge is long gone.
+    app.clock()
+        .advance(std::time::Duration::from_secs(2 * 86_400));
+    let purged = app.handle.housekeep().await.unwrap();
     assert_eq!(
         (purged.sessions, purged.refresh_tokens, purged.challenges),
         (1, 2, 1)
@@ -427,7 +412,12 @@ async fn housekeeping_deletes_what_no_request_can_need(backend: Backend) {
     assert_eq!(count(&app, "refresh_tokens").await, 2);
     assert_eq!(count(&app, "temp_tokens").await, 0);
 
-    // Live sessions are untouched...
+    // Live sessions are untouched (the access token of two days ago has expired; the session
+    // refreshes)...
+    app.get("/api/v1/auth/me", &access)
+        .await
+        .error(401, "TOKEN_EXPIRED");
+    let (access, current) = refresh(current).await;
     app.get("/api/v1/auth/me", &access).await.data(200);
     // ...and a replayed token whose record was purged is still recognised as reuse: it ends the
     // session it belonged to.

@@ -37,19 +37,23 @@ async fn access_tokens_verify_offline_with_the_jwk_set(backend: Backend) {
     assert_eq!(data.claims["amr"], json!(["pwd"]));
 }
 
+/// Moves the app's clock to `offset_ms` past the token's `exp` (plus what real time adds).
+fn move_past_exp(app: &crate::helpers::TestApp, token: &str, offset_ms: i64) {
+    let exp = claims(token)["exp"].as_i64().unwrap();
+    let by = exp * 1000 + offset_ms - app.clock().now_ms();
+    app.clock()
+        .advance(std::time::Duration::from_millis(by.max(0) as u64));
+}
+
 async fn an_expired_access_token_asks_for_a_refresh(backend: Backend) {
     let app = spawn_app(backend).await;
     let (access, _) = app.logged_in_user("jack@example.com").await;
-    let c = claims(&access);
-    let user = c["sub"].as_str().unwrap().parse().unwrap();
-    let session = c["sid"].as_str().unwrap().parse().unwrap();
-    let tokens = app.state.auth.tokens();
-    // Issued 24 h + 10 s ago: expired beyond the 5 s leeway, correctly signed.
-    let issued = crate::helpers::now_seconds() as i64 - 86_410;
-    let expired = tokens
-        .access(user, session, &["pwd".into()], issued)
-        .unwrap();
-    let answer = app.get("/api/v1/crm/contacts", &expired).await;
+    // The leeway is at most 5 s, to the millisecond: 4.5 s past `exp` still passes ...
+    move_past_exp(&app, &access, 4_500);
+    app.get("/api/v1/crm/contacts", &access).await.data(200);
+    // ... 5.5 s past it does not (a whole-second comparison allowed up to 5.999 s).
+    move_past_exp(&app, &access, 5_500);
+    let answer = app.get("/api/v1/crm/contacts", &access).await;
     answer.error(401, "TOKEN_EXPIRED");
     assert!(
         answer
@@ -57,11 +61,32 @@ async fn an_expired_access_token_asks_for_a_refresh(backend: Backend) {
             .unwrap()
             .starts_with("Bearer error=\"invalid_token\"")
     );
-    // 24 h − 2 s ago: still valid.
-    let fresh = tokens
-        .access(user, session, &["pwd".into()], issued + 12)
-        .unwrap();
-    app.get("/api/v1/crm/contacts", &fresh).await.data(200);
+}
+
+/// Verified tokens are remembered (no second signature check), but never past their `exp` and
+/// never past their session's end.
+async fn a_token_verified_once_still_expires_and_is_still_revoked(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (access, _) = app.logged_in_user("kim@example.com").await;
+    let (other, _) = app.logged_in_user("lou@example.com").await;
+    app.get("/api/v1/auth/me", &access).await.data(200);
+    app.get("/api/v1/auth/me", &other).await.data(200);
+    app.call(
+        reqwest::Method::POST,
+        "/api/v1/auth/logout",
+        Some(&other),
+        None,
+    )
+    .await
+    .data(200);
+    app.get("/api/v1/auth/me", &other)
+        .await
+        .error(401, "TOKEN_INVALID");
+    // A day and the leeway later, the remembered token has expired.
+    move_past_exp(&app, &access, 5_001);
+    app.get("/api/v1/auth/me", &access)
+        .await
+        .error(401, "TOKEN_EXPIRED");
 }
 
 async fn forged_and_foreign_tokens_are_invalid(backend: Backend) {
@@ -158,37 +183,4 @@ async fn token_kinds_are_never_interchangeable(backend: Backend) {
         )
         .await;
     answer.error(401, "TEMP_TOKEN_INVALID");
-}
-
-/// Verified tokens are remembered (no second signature check), but never past their `exp` and
-/// never past their session's end.
-async fn a_token_verified_once_still_expires_and_is_still_revoked(backend: Backend) {
-    let app = crate::helpers::spawn_app_with(
-        backend,
-        gatehouse::config::SettingsArgs {
-            access_token_ttl: Some("1s".into()),
-            ..Default::default()
-        },
-    )
-    .await;
-    let (access, _) = app.logged_in_user("kim@example.com").await;
-    let (other, _) = app.logged_in_user("lou@example.com").await;
-    app.get("/api/v1/auth/me", &access).await.data(200);
-    app.get("/api/v1/auth/me", &other).await.data(200);
-    app.call(
-        reqwest::Method::POST,
-        "/api/v1/auth/logout",
-        Some(&other),
-        None,
-    )
-    .await
-    .data(200);
-    app.get("/api/v1/auth/me", &other)
-        .await
-        .error(401, "TOKEN_INVALID");
-    // 1 s of life and 5 s of leeway, counted in whole seconds.
-    tokio::time::sleep(std::time::Duration::from_millis(7_500)).await;
-    app.get("/api/v1/auth/me", &access)
-        .await
-        .error(401, "TOKEN_EXPIRED");
 }

@@ -1,4 +1,4 @@
-use gatehouse::auth::totp::code_at;
+use crate::helpers::code_at;
 use gatehouse::config::SettingsArgs;
 use reqwest::Method;
 use serde_json::json;
@@ -46,7 +46,12 @@ async fn enrolment_gives_a_secret_uri_qr_code_and_recovery_codes(backend: Backen
     let app = spawn_app(backend).await;
     let (access, _) = app.logged_in_user("nora@example.com").await;
     let setup = app
-        .call(Method::POST, "/api/v1/auth/2fa/setup", Some(&access), None)
+        .call(
+            Method::POST,
+            "/api/v1/auth/2fa/setup",
+            Some(&access),
+            Some(json!({ "password": PASSWORD })),
+        )
         .await;
     let data = setup.data(200);
     let secret = data["secret"].as_str().unwrap();
@@ -65,19 +70,19 @@ async fn enrolment_gives_a_secret_uri_qr_code_and_recovery_codes(backend: Backen
     assert_eq!(me.data(200)["twoFactorEnabled"], true);
     assert_eq!(me.data(200)["recoveryCodesRemaining"], 10);
     let again = app
-        .call(Method::POST, "/api/v1/auth/2fa/setup", Some(&access), None)
+        .call(
+            Method::POST,
+            "/api/v1/auth/2fa/setup",
+            Some(&access),
+            Some(json!({ "password": PASSWORD })),
+        )
         .await;
     again.error(409, "TWO_FACTOR_ALREADY_ENABLED");
 
     // Secrets are sealed at rest: the base32 secret is nowhere in the database.
-    let user = app
-        .state
-        .store
-        .user_by_email("nora@example.com")
-        .await
-        .unwrap()
-        .unwrap();
-    let sealed = user.totp_secret.unwrap();
+    let sealed: Vec<u8> = app
+        .scalar("SELECT totp_secret FROM users WHERE email_normalized = 'nora@example.com'")
+        .await;
     let raw = crate::helpers::base32_decode(secret);
     assert!(!sealed.windows(raw.len()).any(|w| w == raw.as_slice()));
 }
@@ -97,7 +102,12 @@ async fn enabling_needs_a_right_code_for_the_pending_secret(backend: Backend) {
         .await
         .error(409, "TWO_FACTOR_NOT_SET_UP");
     let setup = app
-        .call(Method::POST, "/api/v1/auth/2fa/setup", Some(&access), None)
+        .call(
+            Method::POST,
+            "/api/v1/auth/2fa/setup",
+            Some(&access),
+            Some(json!({ "password": PASSWORD })),
+        )
         .await;
     let secret = crate::helpers::base32_decode(setup.data(200)["secret"].as_str().unwrap());
     let wrong = format!(
@@ -182,8 +192,17 @@ async fn five_wrong_codes_use_up_the_challenge(backend: Backend) {
     verify(&app, &temp, &right)
         .await
         .error(401, "TEMP_TOKEN_INVALID");
-    // A fresh challenge still works with the code that was never accepted.
+    // Five wrong codes in a row: the account's next code waits 30 s, whatever the challenge, and
+    // the wait uses no attempt of it.
     let temp = challenge(&app, "rita@example.com").await;
+    let answer = verify(&app, &temp, &right).await;
+    assert_eq!(
+        answer.error(429, "RATE_LIMITED")["details"]["retryAfter"],
+        30
+    );
+    assert_eq!(answer.header("retry-after"), Some("30"));
+    app.clock().advance(std::time::Duration::from_secs(30));
+    let right = code_at(&secret, app.now_seconds());
     verify(&app, &temp, &right).await.data(200);
 }
 
@@ -208,20 +227,18 @@ async fn recovery_codes_work_once_in_any_case_with_or_without_dash(backend: Back
         .await
         .data(200);
     // Stored as keyed hashes, never as the codes themselves.
-    let user = app
-        .state
-        .store
-        .user_by_email("sam@example.com")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        app.state
-            .store
-            .recovery_codes_remaining(user.id)
-            .await
-            .unwrap(),
-        8
+    let unused: i64 = app
+        .scalar("SELECT COUNT(*) FROM recovery_codes WHERE used_at IS NULL")
+        .await;
+    assert_eq!(unused, 8);
+    let stored: Vec<u8> = app
+        .scalar("SELECT code_hash FROM recovery_codes LIMIT 1")
+        .await;
+    assert_eq!(stored.len(), 32);
+    assert!(
+        codes
+            .iter()
+            .all(|c| !String::from_utf8_lossy(&stored).contains(&c[..5]))
     );
 }
 
@@ -236,9 +253,8 @@ async fn an_expired_challenge_is_refused(backend: Backend) {
     .await;
     let (_, secret, _) = enrolled(&app, "tom@example.com").await;
     let temp = challenge(&app, "tom@example.com").await;
-    // Waiting out the one-second TTL is the behaviour under test.
-    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
-    verify(&app, &temp, &code_at(&secret, now_seconds()))
+    app.clock().advance(std::time::Duration::from_millis(1100));
+    verify(&app, &temp, &code_at(&secret, app.now_seconds()))
         .await
         .error(401, "TEMP_TOKEN_INVALID");
 }

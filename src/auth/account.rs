@@ -1,0 +1,135 @@
+//! The caller's own account: what it is, its password, and self-registration.
+
+use secrecy::{ExposeSecret, SecretString};
+use uuid::Uuid;
+
+use super::AuthService;
+use super::audit::{Actor, AuditEvent, Origin};
+use super::model::{Account, ClientInfo, EndReason, Principal, User};
+use super::password::check_policy;
+use crate::domain::{Email, FullName};
+use crate::error::{Error, Result};
+use crate::store::users::NewUser;
+
+impl AuthService {
+    pub async fn account(&self, who: &Principal) -> Result<Account> {
+        let user = self.user(who).await?;
+        let remaining = self.store.recovery_codes_remaining(user.id).await?;
+        Ok(Account {
+            id: user.id,
+            two_factor_enabled: user.two_factor_enabled(),
+            recovery_codes_remaining: remaining,
+            created_at: user.created_at,
+            email: user.email,
+            full_name: user.full_name,
+        })
+    }
+
+    /// Changes the caller's password after checking the current one. In one transaction with the
+    /// new hash, every other session and every pending 2FA challenge ends, and a login that
+    /// checked the old password opens no session.
+    pub async fn change_password(
+        &self,
+        who: &Principal,
+        current: SecretString,
+        new: SecretString,
+        client: &ClientInfo,
+    ) -> Result<u64> {
+        check_policy(new.expose_secret())?;
+        let user = self.user(who).await?;
+        self.recheck_password(&user, current).await?;
+        let ended = self
+            .replace_password(&user, new, Some(who.session_id), EndReason::PasswordChanged)
+            .await?;
+        let event = AuditEvent::PasswordChanged {
+            by: Actor::Owner,
+            sessions_ended: ended,
+        };
+        self.audit(event, Some(user.id), Some(who.session_id), Some(client))
+            .await;
+        Ok(ended)
+    }
+
+    /// Hashes `password` and makes it the account's, ending every session but `keep`.
+    pub(super) async fn replace_password(
+        &self,
+        user: &User,
+        password: SecretString,
+        keep: Option<Uuid>,
+        reason: EndReason,
+    ) -> Result<u64> {
+        let hash = self.hasher.hash(password).await?;
+        let now = self.clock.now_ms();
+        let ended = self
+            .store
+            .change_password(user.id, &hash, keep, reason.as_str(), now)
+            .await?;
+        self.ended(&ended, now, reason);
+        Ok(ended.len() as u64)
+    }
+
+    /// Self-registration, where the operator opened it. Throttled per client address and for the
+    /// whole service, and its password hashes have a small share of the hashing threads of their
+    /// own, so a registration flood is refused without ever shedding a login.
+    pub async fn register(
+        &self,
+        email: &Email,
+        name: &FullName,
+        password: SecretString,
+        client: &ClientInfo,
+    ) -> Result<User> {
+        if !self.settings.registration_open {
+            return Err(Error::RegistrationClosed);
+        }
+        self.throttle.registration_from(client.ip)?;
+        check_policy(password.expose_secret())?;
+        let hash = self.hasher.hash_for_registration(password).await?;
+        self.insert_user(email, name, &hash, Origin::Registration, Some(client))
+            .await
+    }
+
+    /// Creates an account with a checked password (`user add`, registration).
+    pub(super) async fn create_user(
+        &self,
+        email: &Email,
+        name: &FullName,
+        password: SecretString,
+        origin: Origin,
+        client: Option<&ClientInfo>,
+    ) -> Result<User> {
+        check_policy(password.expose_secret())?;
+        let hash = self.hasher.hash(password).await?;
+        self.insert_user(email, name, &hash, origin, client).await
+    }
+
+    async fn insert_user(
+        &self,
+        email: &Email,
+        name: &FullName,
+        password_hash: &str,
+        origin: Origin,
+        client: Option<&ClientInfo>,
+    ) -> Result<User> {
+        let id = Uuid::now_v7();
+        let inserted = self
+            .store
+            .insert_user(&NewUser {
+                id,
+                email: email.as_str(),
+                email_normalized: &email.normalized(),
+                full_name: name.as_str(),
+                password_hash,
+                created_at: self.clock.now_ms(),
+            })
+            .await?;
+        if !inserted {
+            return Err(Error::EmailTaken);
+        }
+        self.audit(AuditEvent::UserCreated(origin), Some(id), None, client)
+            .await;
+        self.store
+            .user_by_id(id)
+            .await?
+            .ok_or_else(|| Error::internal(anyhow::anyhow!("user {id} vanished")))
+    }
+}

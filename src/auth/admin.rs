@@ -1,0 +1,102 @@
+//! What an operator does to accounts and keys (the `gatehouse` command today). Each action is
+//! here once, whoever calls it.
+
+use secrecy::{ExposeSecret, SecretString};
+
+use super::AuthService;
+use super::audit::{Actor, AuditEvent, Origin};
+use super::model::{EndReason, User};
+use super::password::check_policy;
+use super::tokens::new_key;
+use crate::domain::{Email, FullName};
+use crate::error::{Error, Result};
+
+impl AuthService {
+    /// `gatehouse user add`.
+    pub async fn add_user(
+        &self,
+        email: &Email,
+        name: &FullName,
+        password: SecretString,
+    ) -> Result<User> {
+        self.create_user(email, name, password, Origin::Cli, None)
+            .await
+    }
+
+    pub async fn find_user(&self, email: &Email) -> Result<User> {
+        self.store
+            .user_by_email(&email.normalized())
+            .await?
+            .ok_or(Error::NotFound)
+    }
+
+    /// Disables an account and ends all its sessions, in one transaction: a login in flight gets
+    /// no session.
+    pub async fn disable_user(&self, email: &Email) -> Result<u64> {
+        let user = self.find_user(email).await?;
+        let now = self.clock.now_ms();
+        let reason = EndReason::AccountDisabled;
+        let ended = self
+            .store
+            .disable_user(user.id, reason.as_str(), now)
+            .await?;
+        self.ended(&ended, now, reason);
+        let sessions_ended = ended.len() as u64;
+        self.audit(
+            AuditEvent::UserDisabled { sessions_ended },
+            Some(user.id),
+            None,
+            None,
+        )
+        .await;
+        Ok(sessions_ended)
+    }
+
+    pub async fn enable_user(&self, email: &Email) -> Result<()> {
+        let user = self.find_user(email).await?;
+        self.store
+            .set_disabled(user.id, false, self.clock.now_ms())
+            .await?;
+        self.audit(AuditEvent::UserEnabled, Some(user.id), None, None)
+            .await;
+        Ok(())
+    }
+
+    /// Sets a new password and ends every session of the account.
+    pub async fn set_password(&self, email: &Email, password: SecretString) -> Result<u64> {
+        check_policy(password.expose_secret())?;
+        let user = self.find_user(email).await?;
+        let sessions_ended = self
+            .replace_password(&user, password, None, EndReason::PasswordSetByAdmin)
+            .await?;
+        let event = AuditEvent::PasswordChanged {
+            by: Actor::Cli,
+            sessions_ended,
+        };
+        self.audit(event, Some(user.id), None, None).await;
+        Ok(sessions_ended)
+    }
+
+    /// Turns 2FA off for an account that lost its authenticator.
+    pub async fn reset_two_factor(&self, email: &Email) -> Result<()> {
+        let user = self.find_user(email).await?;
+        self.store
+            .disable_totp(user.id, self.clock.now_ms())
+            .await?;
+        let event = AuditEvent::TwoFactorDisabled { by: Actor::Cli };
+        self.audit(event, Some(user.id), None, None).await;
+        Ok(())
+    }
+
+    /// Makes a new signing key the active one; returns its kid. Running instances sign with it
+    /// after their next key reload.
+    pub async fn rotate_signing_key(&self) -> Result<String> {
+        let now = self.clock.now_ms();
+        let key = new_key(&self.secrets, now);
+        self.store.rotate_key(&key, now).await?;
+        let kid = key.kid.clone();
+        self.audit(AuditEvent::KeyRotated { kid: key.kid }, None, None, None)
+            .await;
+        Ok(kid)
+    }
+}

@@ -1,0 +1,180 @@
+//! The audit trail's events, typed: each has its stored name and its detail, built here and
+//! nowhere else, so the names and details listed in the README stay what the code writes.
+
+use uuid::Uuid;
+
+use super::model::{ClientInfo, Factor, LogoutScope};
+use crate::clock::Clock;
+use crate::store::Store;
+use crate::store::audit::NewEvent;
+
+/// Who did an administrative action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Actor {
+    /// The account's owner, through the API.
+    Owner,
+    /// An operator with the `gatehouse` command.
+    Cli,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoginFailure {
+    WrongPassword,
+    /// The e-mail itself is not recorded: it may be a password typed in the wrong box.
+    UnknownAccount,
+    AccountDisabled,
+}
+
+/// How an account came to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Cli,
+    Registration,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditEvent {
+    LoginSucceeded,
+    LoginFailed(LoginFailure),
+    LoginChallenged,
+    TwoFactorSucceeded(Factor),
+    TwoFactorFailed,
+    /// Wrong second-factor codes in a row made the account wait before the next one.
+    TwoFactorLocked {
+        failures: i64,
+        wait_seconds: i64,
+    },
+    RecoveryCodeUsed,
+    RefreshReuseDetected,
+    Logout {
+        scope: LogoutScope,
+        sessions: u64,
+    },
+    SessionRevoked {
+        by_session: Uuid,
+    },
+    PasswordChanged {
+        by: Actor,
+        sessions_ended: u64,
+    },
+    TwoFactorEnabled,
+    TwoFactorDisabled {
+        by: Actor,
+    },
+    RecoveryCodesRegenerated,
+    UserCreated(Origin),
+    UserDisabled {
+        sessions_ended: u64,
+    },
+    UserEnabled,
+    KeyRotated {
+        kid: String,
+    },
+}
+
+impl AuditEvent {
+    /// The stored, dotted name.
+    pub fn name(&self) -> &'static str {
+        use AuditEvent::*;
+        match self {
+            LoginSucceeded => "login.succeeded",
+            LoginFailed(_) => "login.failed",
+            LoginChallenged => "login.challenged",
+            TwoFactorSucceeded(_) => "two_factor.succeeded",
+            TwoFactorFailed => "two_factor.failed",
+            TwoFactorLocked { .. } => "two_factor.locked",
+            RecoveryCodeUsed => "recovery_code.used",
+            RefreshReuseDetected => "refresh.reuse_detected",
+            Logout { .. } => "logout",
+            SessionRevoked { .. } => "session.revoked",
+            PasswordChanged { .. } => "password.changed",
+            TwoFactorEnabled => "two_factor.enabled",
+            TwoFactorDisabled { .. } => "two_factor.disabled",
+            RecoveryCodesRegenerated => "recovery_codes.regenerated",
+            UserCreated(_) => "user.created",
+            UserDisabled { .. } => "user.disabled",
+            UserEnabled => "user.enabled",
+            KeyRotated { .. } => "key.rotated",
+        }
+    }
+
+    /// The short machine-readable detail; never a secret.
+    pub fn detail(&self) -> Option<String> {
+        use AuditEvent::*;
+        Some(match self {
+            LoginSucceeded => "pwd".into(),
+            LoginFailed(LoginFailure::WrongPassword) => "wrong_password".into(),
+            LoginFailed(LoginFailure::UnknownAccount) => "unknown_account".into(),
+            LoginFailed(LoginFailure::AccountDisabled) => "account_disabled".into(),
+            TwoFactorSucceeded(Factor::Totp) => "totp".into(),
+            TwoFactorSucceeded(Factor::RecoveryCode) => "recovery_code".into(),
+            TwoFactorLocked {
+                failures,
+                wait_seconds,
+            } => format!("consecutive_failures={failures} wait={wait_seconds}s"),
+            Logout { scope, sessions } => format!("scope={} sessions={sessions}", scope.as_str()),
+            SessionRevoked { by_session } => format!("by_session={by_session}"),
+            PasswordChanged {
+                by: Actor::Owner,
+                sessions_ended,
+            } => format!("other_sessions_ended={sessions_ended}"),
+            PasswordChanged {
+                by: Actor::Cli,
+                sessions_ended,
+            } => format!("via=cli sessions_ended={sessions_ended}"),
+            TwoFactorDisabled { by: Actor::Cli } => "via=cli reset".into(),
+            UserCreated(Origin::Cli) => "cli".into(),
+            UserCreated(Origin::Registration) => "registration".into(),
+            UserDisabled { sessions_ended } => format!("via=cli sessions_ended={sessions_ended}"),
+            UserEnabled => "via=cli".into(),
+            KeyRotated { kid } => format!("kid={kid} via=cli"),
+            LoginChallenged
+            | TwoFactorFailed
+            | RecoveryCodeUsed
+            | RefreshReuseDetected
+            | TwoFactorEnabled
+            | TwoFactorDisabled { by: Actor::Owner }
+            | RecoveryCodesRegenerated => return None,
+        })
+    }
+}
+
+/// Writes audit events. A failure to record is logged, not answered: the event itself (a login,
+/// a logout) has happened.
+#[derive(Clone)]
+pub struct Auditor {
+    store: Store,
+    clock: Clock,
+}
+
+impl Auditor {
+    pub fn new(store: Store, clock: Clock) -> Self {
+        Auditor { store, clock }
+    }
+
+    pub async fn record(
+        &self,
+        event: AuditEvent,
+        user_id: Option<Uuid>,
+        session_id: Option<Uuid>,
+        client: Option<&ClientInfo>,
+    ) {
+        let ip = client.and_then(|c| c.ip).map(|ip| ip.to_string());
+        let detail = event.detail();
+        let recorded = self
+            .store
+            .insert_event(&NewEvent {
+                at: self.clock.now_ms(),
+                event: event.name(),
+                user_id,
+                session_id,
+                ip: ip.as_deref(),
+                user_agent: client.and_then(|c| c.user_agent.as_deref()),
+                detail: detail.as_deref(),
+            })
+            .await;
+        if let Err(error) = recorded {
+            tracing::warn!(event = event.name(), error = %error, "cannot record an audit event");
+        }
+    }
+}

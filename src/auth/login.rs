@@ -1,0 +1,240 @@
+//! Logging in: the password, then, for an account with 2FA, the challenge completed with a code.
+
+use secrecy::{ExposeSecret, SecretString};
+
+use super::audit::{AuditEvent, LoginFailure};
+use super::crypto::{random_token, sha256};
+use super::model::{ClientInfo, Factor, LoginOutcome, TokenSet, User};
+use super::password::Verdict;
+use super::{AMR_OTP, AMR_PASSWORD, AuthService};
+use crate::error::{Error, Result};
+use crate::metrics::{LoginOutcome as LoginMetric, TwoFactorOutcome};
+
+/// Wrong codes a two-factor challenge tolerates (docs/api.md §2).
+pub const MAX_CHALLENGE_ATTEMPTS: i64 = 5;
+
+impl AuthService {
+    /// Password login. Unknown e-mail and wrong password are one answer, and cost one hash each.
+    /// A disabled account is told so only after its password was right.
+    pub async fn login(
+        &self,
+        email: &crate::domain::Email,
+        password: SecretString,
+        client: &ClientInfo,
+    ) -> Result<LoginOutcome> {
+        let result = self.login_attempt(email, password, client).await;
+        let outcome = match &result {
+            Ok(LoginOutcome::Tokens(_)) => Some(LoginMetric::Success),
+            Ok(LoginOutcome::Challenge { .. }) => Some(LoginMetric::Challenge),
+            Err(Error::InvalidCredentials) => Some(LoginMetric::BadCredentials),
+            Err(Error::RateLimited { .. }) => Some(LoginMetric::Throttled),
+            Err(Error::AccountDisabled) => Some(LoginMetric::Disabled),
+            Err(Error::Overloaded { .. }) => Some(LoginMetric::Shed),
+            Err(_) => None,
+        };
+        if let Some(outcome) = outcome {
+            self.metrics.login(outcome);
+        }
+        result
+    }
+
+    async fn login_attempt(
+        &self,
+        email: &crate::domain::Email,
+        password: SecretString,
+        client: &ClientInfo,
+    ) -> Result<LoginOutcome> {
+        self.throttle.attempt_from(client.ip)?;
+        let normalized = email.normalized();
+        let candidate = SecretString::from(password.expose_secret());
+        // Unknown e-mails are throttled like known ones: a 429 must not tell them apart. The user
+        // is read inside the check, so the session opened below is judged against this read.
+        let checked = self
+            .throttle
+            .within_allowance(&normalized, async {
+                let user = self.store.user_by_email(&normalized).await?;
+                let stored = user.as_ref().map(|u| u.password_hash.clone());
+                match (user, self.hasher.verify(password, stored).await?) {
+                    (Some(user), Verdict::Match { needs_rehash }) => Ok(Some((user, needs_rehash))),
+                    (user, _) => {
+                        let (id, failure) = match &user {
+                            Some(user) => (Some(user.id), LoginFailure::WrongPassword),
+                            None => (None, LoginFailure::UnknownAccount),
+                        };
+                        self.audit(AuditEvent::LoginFailed(failure), id, None, Some(client))
+                            .await;
+                        Ok(None)
+                    }
+                }
+            })
+            .await?;
+        let (user, needs_rehash) = checked.ok_or(Error::InvalidCredentials)?;
+        if user.disabled {
+            let event = AuditEvent::LoginFailed(LoginFailure::AccountDisabled);
+            self.audit(event, Some(user.id), None, Some(client)).await;
+            return Err(Error::AccountDisabled);
+        }
+        if needs_rehash {
+            self.upgrade_hash_later(&user, candidate);
+        }
+        if user.two_factor_enabled() {
+            let temp_token = random_token();
+            let expires_at = self.clock.now_ms() + self.settings.temp_ttl.as_millis() as i64;
+            self.store
+                .insert_challenge(&sha256(temp_token.as_bytes()), user.id, expires_at)
+                .await?;
+            self.audit(
+                AuditEvent::LoginChallenged,
+                Some(user.id),
+                None,
+                Some(client),
+            )
+            .await;
+            return Ok(LoginOutcome::Challenge { temp_token });
+        }
+        let tokens = self
+            .open_login_session(&user, vec![AMR_PASSWORD.into()], client)
+            .await?;
+        self.audit(
+            AuditEvent::LoginSucceeded,
+            Some(user.id),
+            Some(tokens.session_id),
+            Some(client),
+        )
+        .await;
+        Ok(LoginOutcome::Tokens(tokens))
+    }
+
+    /// A session for a login whose checks passed against `user`. If the account was disabled or
+    /// its password changed while they ran, no session: the answer is what a login started now
+    /// would get.
+    async fn open_login_session(
+        &self,
+        user: &User,
+        amr: Vec<String>,
+        client: &ClientInfo,
+    ) -> Result<TokenSet> {
+        if let Some(tokens) = self.open_session(user, amr, client).await? {
+            return Ok(tokens);
+        }
+        let now = self.store.user_by_id(user.id).await?;
+        Err(match now {
+            Some(now) if now.disabled => Error::AccountDisabled,
+            _ => Error::InvalidCredentials,
+        })
+    }
+
+    /// Re-hashes a password whose hash has weaker parameters than today's, off the request path.
+    fn upgrade_hash_later(&self, user: &User, password: SecretString) {
+        let hasher = self.hasher.clone();
+        let store = self.store.clone();
+        let (id, old) = (user.id, user.password_hash.clone());
+        tokio::spawn(async move {
+            let result = async {
+                let new = hasher.hash(password).await?;
+                store.upgrade_password_hash(id, &old, &new).await
+            };
+            if let Err(error) = result.await {
+                tracing::warn!(user = %id, error = %error, "password hash upgrade failed");
+            }
+        });
+    }
+
+    /// Completes a login that was answered with a challenge, with a TOTP code or a recovery code.
+    pub async fn verify_second_factor(
+        &self,
+        temp_token: &str,
+        code: &str,
+        client: &ClientInfo,
+    ) -> Result<TokenSet> {
+        let result = self.second_factor_attempt(temp_token, code, client).await;
+        let outcome = match &result {
+            Ok(_) => Some(TwoFactorOutcome::Success),
+            Err(Error::Invalid2faCode { .. }) => Some(TwoFactorOutcome::BadCode),
+            Err(Error::TempTokenInvalid) => Some(TwoFactorOutcome::InvalidChallenge),
+            Err(Error::RateLimited { .. }) => Some(TwoFactorOutcome::Throttled),
+            Err(_) => None,
+        };
+        if let Some(outcome) = outcome {
+            self.metrics.two_factor(outcome);
+        }
+        result
+    }
+
+    async fn second_factor_attempt(
+        &self,
+        temp_token: &str,
+        code: &str,
+        client: &ClientInfo,
+    ) -> Result<TokenSet> {
+        self.throttle.attempt_from(client.ip)?;
+        let hash = sha256(temp_token.as_bytes());
+        let now = self.clock.now_ms();
+        let user_id = self
+            .store
+            .challenge_user(&hash, MAX_CHALLENGE_ATTEMPTS, now)
+            .await?
+            .ok_or(Error::TempTokenInvalid)?;
+        let user = self
+            .store
+            .user_by_id(user_id)
+            .await?
+            .ok_or(Error::TempTokenInvalid)?;
+        if user.disabled {
+            return Err(Error::AccountDisabled);
+        }
+        // 2FA may have been reset by an administrator since the challenge was made.
+        let sealed = user.totp_secret.as_deref().ok_or(Error::TempTokenInvalid)?;
+        // A wait is answered before an attempt of the challenge is taken: a 429 uses none of them.
+        self.second_factor_open(&user)?;
+        // Taken before the code is checked, so racing requests cannot check more than the
+        // challenge allows.
+        let (_, attempts) = self
+            .store
+            .take_challenge_attempt(&hash, MAX_CHALLENGE_ATTEMPTS, now)
+            .await?
+            .ok_or(Error::TempTokenInvalid)?;
+        let Some(factor) = self
+            .second_factor(&user, sealed, code, Some(client))
+            .await?
+        else {
+            self.audit(
+                AuditEvent::TwoFactorFailed,
+                Some(user.id),
+                None,
+                Some(client),
+            )
+            .await;
+            let remaining = (MAX_CHALLENGE_ATTEMPTS - attempts).max(0) as u32;
+            return Err(Error::Invalid2faCode {
+                attempts_remaining: remaining,
+            });
+        };
+        // False when a racing request used the challenge first, or a password change ended it.
+        if !self.store.complete_challenge(&hash, now).await? {
+            return Err(Error::TempTokenInvalid);
+        }
+        let amr = vec![AMR_PASSWORD.into(), AMR_OTP.into()];
+        let tokens = self
+            .open_session(&user, amr, client)
+            .await?
+            .ok_or(Error::TempTokenInvalid)?;
+        if factor == Factor::RecoveryCode {
+            self.audit(
+                AuditEvent::RecoveryCodeUsed,
+                Some(user.id),
+                None,
+                Some(client),
+            )
+            .await;
+        }
+        self.audit(
+            AuditEvent::TwoFactorSucceeded(factor),
+            Some(user.id),
+            Some(tokens.session_id),
+            Some(client),
+        )
+        .await;
+        Ok(tokens)
+    }
+}

@@ -1,0 +1,189 @@
+//! Sessions once open: bearer calls, refresh-token rotation (with the grace window for racing
+//! clients and reuse detection), the session list, logout and ending one session.
+
+use uuid::Uuid;
+
+use super::AuthService;
+use super::audit::AuditEvent;
+use super::model::{
+    ClientInfo, EndReason, LogoutScope, Principal, RefreshRecord, Session, SessionInfo, TokenSet,
+};
+use super::tokens::RefreshClaims;
+use crate::error::{Error, Result};
+use crate::metrics::RefreshOutcome;
+
+impl AuthService {
+    /// The caller of a bearer call: a valid access token whose session is not revoked. No database
+    /// round trip: revocations are known in memory (`LiveSessions`).
+    pub fn authenticate(&self, access_token: &str) -> Result<Principal> {
+        let claims = self.tokens.verify_access_cached(access_token)?;
+        if self.live.is_revoked(claims.sid) {
+            return Err(Error::TokenInvalid);
+        }
+        self.live.used(claims.sid);
+        Ok(Principal {
+            user_id: claims.sub,
+            session_id: claims.sid,
+        })
+    }
+
+    /// Rotates a refresh token: the presented one is used up, a new one is returned.
+    pub async fn refresh(&self, token: &str, client: &ClientInfo) -> Result<TokenSet> {
+        let result = self.rotate(token, client).await;
+        match &result {
+            Ok((_, outcome)) => self.metrics.refresh(*outcome),
+            Err(Error::RefreshTokenInvalid) => self.metrics.refresh(RefreshOutcome::Invalid),
+            Err(_) => {}
+        }
+        result.map(|(tokens, _)| tokens)
+    }
+
+    async fn rotate(&self, token: &str, client: &ClientInfo) -> Result<(TokenSet, RefreshOutcome)> {
+        let claims = self.tokens.verify_refresh(token)?;
+        let now = self.clock.now_ms();
+        let next = RefreshRecord {
+            jti: Uuid::new_v4(),
+            session_id: claims.sid,
+            issued_at: now,
+            expires_at: now + self.settings.refresh_ttl.as_millis() as i64,
+            consumed_at: None,
+        };
+        let (session, refresh, outcome) = match self.store.rotate_refresh(claims.jti, &next).await?
+        {
+            Some(session) => (session, next, RefreshOutcome::Rotated),
+            None => {
+                let (session, current) = self.already_rotated(&claims, now, client).await?;
+                (session, current, RefreshOutcome::GraceReuse)
+            }
+        };
+        if session.id != claims.sid || session.user_id != claims.sub {
+            return Err(Error::RefreshTokenInvalid);
+        }
+        let user = self
+            .store
+            .user_by_id(session.user_id)
+            .await?
+            .ok_or(Error::RefreshTokenInvalid)?;
+        if user.disabled {
+            return Err(Error::RefreshTokenInvalid);
+        }
+        Ok((self.token_set(&user, &session.amr, &refresh)?, outcome))
+    }
+
+    /// A refresh token that could not be rotated. If it was consumed within the grace window (a
+    /// racing tab), its session's current token is the answer; if earlier, it was stolen or
+    /// replayed, and the session ends. Anything else (expired, session revoked) is invalid.
+    async fn already_rotated(
+        &self,
+        claims: &RefreshClaims,
+        now: i64,
+        client: &ClientInfo,
+    ) -> Result<(Session, RefreshRecord)> {
+        let session = self
+            .store
+            .session(claims.sid)
+            .await?
+            .filter(|s| s.revoked_at.is_none() && s.user_id == claims.sub)
+            .ok_or(Error::RefreshTokenInvalid)?;
+        // A correctly signed token of a live session whose record is gone was consumed long ago:
+        // housekeeping keeps consumed records only for the grace window and a margin.
+        let consumed_at = match self.store.refresh_token(claims.jti).await? {
+            Some(presented) if presented.session_id != session.id => {
+                return Err(Error::RefreshTokenInvalid);
+            }
+            Some(presented) => Some(presented.consumed_at.ok_or(Error::RefreshTokenInvalid)?),
+            None => None,
+        };
+        let grace = self.settings.reuse_grace.as_millis() as i64;
+        if consumed_at.is_some_and(|at| now - at <= grace) {
+            if let Some(current) = self.store.current_refresh_token(session.id).await? {
+                return Ok((session, current));
+            }
+        }
+        self.end_session(session.user_id, session.id, EndReason::RefreshReuse)
+            .await?;
+        self.metrics.refresh(RefreshOutcome::ReuseDetected);
+        self.audit(
+            AuditEvent::RefreshReuseDetected,
+            Some(session.user_id),
+            Some(session.id),
+            Some(client),
+        )
+        .await;
+        tracing::warn!(session = %session.id, user = %session.user_id, "refresh token reuse: session revoked");
+        Err(Error::RefreshTokenInvalid)
+    }
+
+    pub async fn logout(
+        &self,
+        who: &Principal,
+        scope: LogoutScope,
+        client: &ClientInfo,
+    ) -> Result<u64> {
+        let (user, session) = (who.user_id, who.session_id);
+        let ended = match scope {
+            LogoutScope::Current => {
+                u64::from(self.end_session(user, session, EndReason::Logout).await?)
+            }
+            LogoutScope::Others => {
+                self.end_sessions(user, Some(session), EndReason::Logout)
+                    .await?
+            }
+            LogoutScope::All => self.end_sessions(user, None, EndReason::Logout).await?,
+        };
+        let event = AuditEvent::Logout {
+            scope,
+            sessions: ended,
+        };
+        self.audit(event, Some(user), Some(session), Some(client))
+            .await;
+        Ok(ended)
+    }
+
+    /// The caller's live sessions, the most recently used first.
+    pub async fn sessions(&self, who: &Principal) -> Result<Vec<SessionInfo>> {
+        let now = self.clock.now_ms();
+        let mut sessions: Vec<SessionInfo> = self
+            .store
+            .active_sessions(who.user_id, now)
+            .await?
+            .into_iter()
+            .map(|s| SessionInfo {
+                // This instance may have seen a use that is not written yet.
+                last_used_at: self
+                    .live
+                    .unwritten_use(s.id)
+                    .map_or(s.last_used_at, |at| at.max(s.last_used_at)),
+                current: s.id == who.session_id,
+                created_at: s.created_at,
+                ip: s.ip,
+                user_agent: s.user_agent,
+                id: s.id,
+            })
+            .collect();
+        sessions.sort_by(|a, b| b.last_used_at.cmp(&a.last_used_at).then(b.id.cmp(&a.id)));
+        Ok(sessions)
+    }
+
+    /// Ends one of the caller's sessions (possibly the current one). Another user's session, or
+    /// one that has ended already, is not found.
+    pub async fn delete_session(
+        &self,
+        who: &Principal,
+        session: Uuid,
+        client: &ClientInfo,
+    ) -> Result<()> {
+        if !self
+            .end_session(who.user_id, session, EndReason::Deleted)
+            .await?
+        {
+            return Err(Error::NotFound);
+        }
+        let event = AuditEvent::SessionRevoked {
+            by_session: who.session_id,
+        };
+        self.audit(event, Some(who.user_id), Some(session), Some(client))
+            .await;
+        Ok(())
+    }
+}

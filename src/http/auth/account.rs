@@ -1,0 +1,77 @@
+//! The caller's account: what it is, and its password.
+
+use axum::extract::State;
+use secrecy::SecretString;
+use serde::Deserialize;
+use utoipa::ToSchema;
+
+use super::non_empty;
+use super::views::{Done, Me};
+use crate::error::{Error, Result, Validator};
+use crate::http::docs::{
+    bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
+};
+use crate::http::extract::{AppJson, AuthUser, Client};
+use crate::http::{Answer, AppState, Envelope, ok};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(me))
+        .routes(routes!(change_password))
+}
+
+error_responses!(BearerErrors: bearer_errors(), server_errors());
+
+/// The caller's account.
+#[utoipa::path(get, path = "/me", tag = "auth", security(("bearer" = [])),
+    responses((status = 200, description = "The account", body = Envelope<Me>), BearerErrors))]
+async fn me(State(state): State<AppState>, AuthUser(who): AuthUser) -> Result<Answer<Me>> {
+    Ok(ok(state.auth.account(&who).await?.into()))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(rename_all = "camelCase", default)]
+struct PasswordRequest {
+    #[schema(required = true, min_length = 1)]
+    current_password: String,
+    /// 8 to 256 characters, not a common breached password.
+    #[schema(required = true, min_length = 8, max_length = 256)]
+    new_password: String,
+}
+
+error_responses!(PasswordErrors:
+    body_errors(),
+    [Error::WeakPassword("this password is too common".into()), Error::PasswordRecheckFailed],
+    bearer_errors(),
+    throttle_errors(),
+    server_errors(),
+    [Error::Overloaded { retry_after: 1 }],
+);
+
+/// Change the caller's password; every other session ends.
+#[utoipa::path(post, path = "/password", tag = "auth", request_body = PasswordRequest,
+    security(("bearer" = [])),
+    responses((status = 200, description = "Changed", body = Envelope<Done>), PasswordErrors))]
+async fn change_password(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    Client(client): Client,
+    AppJson(body): AppJson<PasswordRequest>,
+) -> Result<Answer<Done>> {
+    let mut v = Validator::new();
+    let current = v.check("currentPassword", non_empty(body.current_password));
+    let new = v.check("newPassword", non_empty(body.new_password));
+    let (current, new) = v.finish(current.zip(new))?;
+    state
+        .auth
+        .change_password(
+            &who,
+            SecretString::from(current),
+            SecretString::from(new),
+            &client,
+        )
+        .await?;
+    Ok(ok(Done {}))
+}

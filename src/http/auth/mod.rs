@@ -1,0 +1,36 @@
+//! `/api/v1/auth/…`: login, second factor, refresh, the caller's account, sessions and 2FA; a
+//! file per group of calls, their answers in `views`.
+
+use utoipa_axum::router::OpenApiRouter;
+
+use super::AppState;
+use crate::error::{Result, Validator};
+
+mod account;
+mod login;
+mod sessions;
+mod two_factor;
+pub mod views;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(login::router())
+        .merge(sessions::router())
+        .merge(account::router())
+        .merge(two_factor::router())
+}
+
+fn non_empty(value: String) -> Result<String, String> {
+    if value.is_empty() {
+        Err("is required".into())
+    } else {
+        Ok(value)
+    }
+}
+
+/// A code field: trimmed, required.
+fn code(raw: String) -> Result<String> {
+    let mut v = Validator::new();
+    let code = v.check("code", non_empty(raw.trim().to_owned()));
+    v.finish(code)
+}

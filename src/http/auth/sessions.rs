@@ -1,0 +1,108 @@
+//! The caller's sessions: logout, the list, ending one.
+
+use axum::extract::State;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::views::{Deleted, SessionView};
+use crate::auth::LogoutScope;
+use crate::error::{Error, Result};
+use crate::http::docs::{bearer_errors, body_errors, error_responses, server_errors};
+use crate::http::extract::{AuthUser, Client, MaybeJson, PathId};
+use crate::http::{Answer, AppState, Envelope, ok};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(logout))
+        .routes(routes!(sessions))
+        .routes(routes!(delete_session))
+}
+
+error_responses!(BearerErrors: bearer_errors(), server_errors());
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+enum Scope {
+    /// This session (the default).
+    Current,
+    /// Every other session of the account.
+    Others,
+    /// Every session of the account.
+    All,
+}
+
+#[derive(Deserialize, ToSchema)]
+struct LogoutRequest {
+    #[schema(value_type = Option<Scope>)]
+    scope: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct RevokedSessions {
+    /// How many sessions ended.
+    revoked_sessions: u64,
+}
+
+error_responses!(BearerBodyErrors: body_errors(), bearer_errors(), server_errors());
+
+/// End this session, the others, or all of them.
+///
+/// Their access tokens stop working at once on this instance and within a second on every other.
+/// The body may be left out.
+#[utoipa::path(post, path = "/logout", tag = "auth", request_body(content = Option<LogoutRequest>),
+    security(("bearer" = [])),
+    responses((status = 200, description = "Sessions ended", body = Envelope<RevokedSessions>), BearerBodyErrors))]
+async fn logout(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    Client(client): Client,
+    MaybeJson(body): MaybeJson<LogoutRequest>,
+) -> Result<Answer<RevokedSessions>> {
+    let scope = match body.and_then(|b| b.scope).as_deref() {
+        None | Some("current") => LogoutScope::Current,
+        Some("others") => LogoutScope::Others,
+        Some("all") => LogoutScope::All,
+        Some(_) => return Err(Error::field("scope", "must be current, others or all")),
+    };
+    let revoked_sessions = state.auth.logout(&who, scope, &client).await?;
+    Ok(ok(RevokedSessions { revoked_sessions }))
+}
+
+#[derive(Serialize, ToSchema)]
+struct SessionList {
+    items: Vec<SessionView>,
+}
+
+/// The caller's live sessions, the most recently used first.
+#[utoipa::path(get, path = "/sessions", tag = "auth", security(("bearer" = [])),
+    responses((status = 200, description = "The sessions", body = Envelope<SessionList>), BearerErrors))]
+async fn sessions(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+) -> Result<Answer<SessionList>> {
+    let items = state.auth.sessions(&who).await?;
+    let items = items.into_iter().map(SessionView::from).collect();
+    Ok(ok(SessionList { items }))
+}
+
+error_responses!(BearerNotFoundErrors: bearer_errors(), [Error::NotFound], server_errors());
+
+/// End one of the caller's sessions (the current one included).
+#[utoipa::path(delete, path = "/sessions/{id}", tag = "auth", security(("bearer" = [])),
+    params(("id" = Uuid, Path, description = "A session id from `GET /auth/sessions`")),
+    responses(
+        (status = 200, description = "The session ended", body = Envelope<Deleted>),
+        BearerNotFoundErrors,
+    ))]
+async fn delete_session(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    Client(client): Client,
+    PathId(id): PathId,
+) -> Result<Answer<Deleted>> {
+    state.auth.delete_session(&who, id, &client).await?;
+    Ok(ok(Deleted { id }))
+}

@@ -1,0 +1,158 @@
+//! The answers of `/auth/…` as JSON (camelCase, with their OpenAPI schemas), made from the flows'
+//! plain results.
+
+use serde::Serialize;
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::auth::model::{Account, SessionInfo, TokenSet, TwoFactorSetup, UserSummary};
+use crate::clock::rfc3339;
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserView {
+    pub id: Uuid,
+    #[schema(example = "ada@example.com")]
+    pub email: String,
+    #[schema(example = "Ada Lovelace")]
+    pub full_name: String,
+}
+
+impl From<UserSummary> for UserView {
+    fn from(u: UserSummary) -> Self {
+        UserView {
+            id: u.id,
+            email: u.email,
+            full_name: u.full_name,
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = TokenSet)]
+pub struct TokenSetView {
+    /// Ed25519 JWT (`typ: at+jwt`) for `Authorization: Bearer`; verifiable with the JWK Set.
+    #[schema(
+        example = "eyJhbGciOiJFZERTQSIsImtpZCI6Ii4uLiIsInR5cCI6ImF0K2p3dCJ9.eyJzdWIiOiIuLi4ifQ.c2ln"
+    )]
+    pub access_token: String,
+    /// For `POST /auth/refresh`, once; valid for the refresh-token lifetime (30 days by default)
+    /// from now.
+    #[schema(
+        example = "eyJhbGciOiJFZERTQSIsImtpZCI6Ii4uLiIsInR5cCI6InJlZnJlc2grand0In0.eyJzaWQiOiIuLi4ifQ.c2ln"
+    )]
+    pub refresh_token: String,
+    /// Seconds the access token lives.
+    #[schema(example = 86400)]
+    pub expires_in: i64,
+    pub user: UserView,
+}
+
+impl From<TokenSet> for TokenSetView {
+    fn from(t: TokenSet) -> Self {
+        TokenSetView {
+            access_token: t.access_token,
+            refresh_token: t.refresh_token,
+            expires_in: t.expires_in,
+            user: t.user.into(),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Me {
+    pub id: Uuid,
+    #[schema(example = "ada@example.com")]
+    pub email: String,
+    #[schema(example = "Ada Lovelace")]
+    pub full_name: String,
+    pub two_factor_enabled: bool,
+    /// Unused recovery codes left (0 without 2FA).
+    #[schema(example = 10)]
+    pub recovery_codes_remaining: i64,
+    #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
+    pub created_at: String,
+}
+
+impl From<Account> for Me {
+    fn from(a: Account) -> Self {
+        Me {
+            id: a.id,
+            email: a.email,
+            full_name: a.full_name,
+            two_factor_enabled: a.two_factor_enabled,
+            recovery_codes_remaining: a.recovery_codes_remaining,
+            created_at: rfc3339(a.created_at),
+        }
+    }
+}
+
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = TwoFactorSetup)]
+pub struct TwoFactorSetupView {
+    /// The TOTP secret, base32 (160 bits), for typing into an authenticator app.
+    #[schema(example = "JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP")]
+    pub secret: String,
+    #[schema(
+        example = "otpauth://totp/Gatehouse:ada@example.com?secret=JBSWY3DPEHPK3PXPJBSWY3DPEHPK3PXP&issuer=Gatehouse&algorithm=SHA1&digits=6&period=30"
+    )]
+    pub otpauth_uri: String,
+    /// The URI as a QR code, an SVG document.
+    #[schema(example = "<svg xmlns=\"http://www.w3.org/2000/svg\" …</svg>")]
+    pub qr_code_svg: String,
+}
+
+impl From<TwoFactorSetup> for TwoFactorSetupView {
+    fn from(s: TwoFactorSetup) -> Self {
+        TwoFactorSetupView {
+            secret: s.secret_base32,
+            otpauth_uri: s.otpauth_uri,
+            qr_code_svg: s.qr_code_svg,
+        }
+    }
+}
+
+/// A session as its user sees it in the session list.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionView {
+    pub id: Uuid,
+    #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
+    pub created_at: String,
+    /// The last refresh or bearer call (to within 15 s).
+    #[schema(format = DateTime, example = "2026-11-21T10:02:13.052Z")]
+    pub last_used_at: String,
+    /// The client address at login.
+    #[schema(example = "203.0.113.9")]
+    pub ip: Option<String>,
+    #[schema(example = "Mozilla/5.0 (X11; Linux x86_64)")]
+    pub user_agent: Option<String>,
+    /// Whether this is the session of the token making the call.
+    pub current: bool,
+}
+
+impl From<SessionInfo> for SessionView {
+    fn from(s: SessionInfo) -> Self {
+        SessionView {
+            id: s.id,
+            created_at: rfc3339(s.created_at),
+            last_used_at: rfc3339(s.last_used_at),
+            ip: s.ip,
+            user_agent: s.user_agent,
+            current: s.current,
+        }
+    }
+}
+
+/// The id of what was deleted.
+#[derive(Serialize, ToSchema)]
+pub struct Deleted {
+    pub id: Uuid,
+}
+
+/// `{}`: done, nothing to tell.
+#[derive(Serialize, ToSchema)]
+pub struct Done {}

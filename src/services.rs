@@ -1,0 +1,163 @@
+//! The services over one database, built once from the settings: what `serve` runs and what the
+//! CLI commands act through. Start-up is this one path: the database and its migrations, the
+//! master key, the signing keys, the revocations, then the flows.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context as _;
+
+use crate::auth::crypto::Secrets;
+use crate::auth::live::LiveSessions;
+use crate::auth::password::PasswordHasher;
+use crate::auth::tokens::{Keyring, LEEWAY, Tokens};
+use crate::auth::{AuthParts, AuthService, AuthSettings};
+use crate::clock::Clock;
+use crate::config::{MasterKey, Settings};
+use crate::crm::Contacts;
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+/// Kept in memory past the longest an access token can live: a token minted by a refresh that
+/// raced its session's revocation is a few milliseconds younger than the revocation.
+const REVOCATION_MARGIN: Duration = Duration::from_secs(60);
+
+pub struct Services {
+    pub store: Store,
+    pub clock: Clock,
+    pub keyring: Arc<Keyring>,
+    pub live: Arc<LiveSessions>,
+    pub metrics: Arc<Metrics>,
+    pub auth: AuthService,
+    pub contacts: Contacts,
+}
+
+impl Services {
+    pub async fn open(settings: &Settings, clock: Clock) -> anyhow::Result<Services> {
+        let store = open_store(settings).await?;
+        let secrets = Arc::new(Secrets::new(&master_key(settings)?));
+        // A retired key verifies (and is published) as long as anything it signed can be valid.
+        let retain = settings.access_token_ttl.max(settings.refresh_token_ttl) + LEEWAY;
+        let keyring =
+            Arc::new(Keyring::load(store.clone(), secrets.clone(), clock.clone(), retain).await?);
+        let tokens = Tokens::new(
+            keyring.clone(),
+            clock.clone(),
+            &settings.issuer,
+            &settings.audience,
+            settings.access_token_ttl,
+        );
+        let horizon = settings.access_token_ttl + LEEWAY + REVOCATION_MARGIN;
+        let live = Arc::new(
+            LiveSessions::load(&store, clock.clone(), horizon)
+                .await
+                .context("cannot read the revoked sessions")?,
+        );
+        let metrics = Arc::new(Metrics::new());
+        let auth = AuthService::new(
+            AuthParts {
+                store: store.clone(),
+                clock: clock.clone(),
+                tokens,
+                secrets: secrets.clone(),
+                live: live.clone(),
+                hasher: PasswordHasher::new(metrics.clone()),
+                metrics: metrics.clone(),
+            },
+            AuthSettings {
+                rate_limit: settings.rate_limit,
+                registration_open: settings.registration_open,
+                audit_retention: settings.audit_retention,
+                refresh_ttl: settings.refresh_token_ttl,
+                temp_ttl: settings.temp_token_ttl,
+                reuse_grace: settings.refresh_reuse_grace,
+            },
+        );
+        let contacts = Contacts::new(store.clone(), secrets, clock.clone());
+        Ok(Services {
+            store,
+            clock,
+            keyring,
+            live,
+            metrics,
+            auth,
+            contacts,
+        })
+    }
+}
+
+/// Connects and brings the schema up to date.
+pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
+    let store = Store::connect(settings.database_url.as_str())
+        .await
+        .with_context(|| format!("cannot open the database {}", settings.database_url))?;
+    store
+        .migrate()
+        .await
+        .context("cannot apply the database migrations")?;
+    Ok(store)
+}
+
+/// The master key from the settings, or from `gatehouse.master.key` beside the SQLite database,
+/// created there (mode 0600) on first start.
+fn master_key(settings: &Settings) -> anyhow::Result<MasterKey> {
+    if let Some(key) = &settings.master_key {
+        return Ok(key.clone());
+    }
+    let db = settings
+        .sqlite_path()
+        .context("GATEHOUSE_MASTER_KEY is required unless the database is a SQLite file")?;
+    let path = key_file_path(&db);
+    match read_key_file(&path)? {
+        Some(key) => Ok(key),
+        None => {
+            let key = MasterKey::generate();
+            match create_key_file(&path, &key) {
+                Ok(()) => {
+                    tracing::warn!(
+                        path = %path.display(),
+                        "generated a new master key: back it up with the database, which cannot be read without it"
+                    );
+                    Ok(key)
+                }
+                // Another process created it first: use theirs.
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                    read_key_file(&path)?.context("the master key file vanished")
+                }
+                Err(e) => Err(e).with_context(|| {
+                    format!("cannot create the master key file {}", path.display())
+                }),
+            }
+        }
+    }
+}
+
+fn key_file_path(db: &Path) -> PathBuf {
+    db.parent()
+        .unwrap_or(Path::new(""))
+        .join("gatehouse.master.key")
+}
+
+fn read_key_file(path: &Path) -> anyhow::Result<Option<MasterKey>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => MasterKey::parse(&text)
+            .map(Some)
+            .map_err(|reason| anyhow::anyhow!("the master key file {} {reason}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => {
+            Err(e).with_context(|| format!("cannot read the master key file {}", path.display()))
+        }
+    }
+}
+
+fn create_key_file(path: &Path, key: &MasterKey) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let mut file = options.open(path)?;
+    writeln!(file, "{}", key.encode())?;
+    file.sync_all()
+}
