@@ -4,6 +4,7 @@
 //! periodically, so `gatehouse keys rotate` reaches running instances without a restart.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -92,6 +93,8 @@ pub struct Keyring {
     /// Retired keys stay usable this long after retirement: the longest a token they signed lives.
     retain: Duration,
     current: RwLock<Arc<KeySet>>,
+    /// Moves each time `current` is replaced.
+    generation: AtomicU64,
 }
 
 /// A new key as it is stored: the seed sealed under the master key, bound to its kid.
@@ -151,6 +154,7 @@ impl Keyring {
             clock,
             retain,
             current: RwLock::new(Arc::new(set)),
+            generation: AtomicU64::new(0),
         })
     }
 
@@ -164,6 +168,7 @@ impl Keyring {
         }
         if let Some(set) = Self::build(&rows, &self.secrets)? {
             *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
+            self.generation.fetch_add(1, Ordering::Release);
         }
         Ok(())
     }
@@ -234,6 +239,9 @@ pub struct Verified {
     pub sub: Uuid,
     pub sid: Uuid,
     pub exp: i64,
+    /// The key set it was verified with: once the set changes (a key retired for good, or
+    /// revoked), the token is verified again.
+    generation: u64,
 }
 
 /// Verified access tokens remembered at most. An entry is ~90 bytes (the token's SHA-256, the
@@ -344,12 +352,14 @@ impl Tokens {
     pub fn verify_access_cached(&self, token: &str) -> Result<Verified> {
         let key = sha256(token.as_bytes());
         let now = self.clock.now_ms();
+        let generation = self.keyring.generation.load(Ordering::Acquire);
         let cached = self
             .verified
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(&key)
-            .copied();
+            .copied()
+            .filter(|v| v.generation == generation);
         if let Some(verified) = cached {
             return if expired(verified.exp, now) {
                 Err(Error::TokenExpired)
@@ -362,6 +372,7 @@ impl Tokens {
             sub: claims.sub,
             sid: claims.sid,
             exp: claims.exp,
+            generation,
         };
         let mut cache = self.verified.write().unwrap_or_else(|e| e.into_inner());
         if cache.len() >= VERIFIED_CAPACITY {
