@@ -14,3 +14,7 @@ ALTER TABLE users ADD COLUMN second_factor_blocked_until BIGINT;
 -- Bumped by every write: a PATCH merges its fields over the version it read and writes only if
 -- that is still the version, so two PATCHes of different fields never lose one another's change.
 ALTER TABLE contacts ADD COLUMN version BIGINT NOT NULL DEFAULT 0;
+
+-- A signing key revoked by the operator (`gatehouse keys revoke`): it neither signs nor verifies,
+-- and leaves the JWK Set, on every instance at its next key reload.
+ALTER TABLE signing_keys ADD COLUMN revoked_at BIGINT;

@@ -97,6 +97,9 @@ pub enum KeysCommand {
     List,
     /// Make a new signing key; running instances switch to it within seconds
     Rotate,
+    /// Revoke a retired key (rotate first to retire the active one): the tokens it signed stop
+    /// verifying on every running instance within seconds
+    Revoke { kid: String },
 }
 
 /// Parses the command line, runs the command, and turns any failure into one line on stderr.
@@ -287,6 +290,19 @@ async fn keys(command: KeysCommand, services: &Services) -> anyhow::Result<()> {
             println!("{kid}");
             eprintln!(
                 "gatehouse: {kid} is the signing key now; running instances switch to it within {} s",
+                crate::app::KEY_RELOAD_INTERVAL.as_secs()
+            );
+        }
+        KeysCommand::Revoke { kid } => {
+            match services.auth.revoke_signing_key(&kid).await {
+                Ok(()) => {}
+                Err(Error::NotFound) => anyhow::bail!(
+                    "there is no retired key {kid:?} to revoke (`gatehouse keys list` shows them; rotate first to retire the active key)"
+                ),
+                Err(error) => return Err(error.into()),
+            }
+            eprintln!(
+                "gatehouse: revoked {kid}; running instances stop accepting its tokens within {} s",
                 crate::app::KEY_RELOAD_INTERVAL.as_secs()
             );
         }

@@ -265,18 +265,31 @@ impl fmt::Display for DatabaseUrl {
     }
 }
 
-/// `scheme://user:password@host` → `scheme://user:***@host`.
+/// `scheme://user:password@host/db?password=…` → `scheme://user:***@host/db?password=***`. The
+/// credentials end at the *last* `@` (a password may hold `@`, `/` or `?`), and a `password`
+/// parameter of the query is masked too. Errs on the side of masking.
 pub fn redact_url(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    let Some((credentials, host)) = rest.split_once('@') else {
-        return url.to_owned();
+    let rest = match rest.rsplit_once('@') {
+        Some((credentials, host)) => match credentials.split_once(':') {
+            Some((user, _)) => format!("{user}:***@{host}"),
+            None => format!("{credentials}@{host}"),
+        },
+        None => rest.to_owned(),
     };
-    match credentials.split_once(':') {
-        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
-        None => url.to_owned(),
-    }
+    let Some((base, query)) = rest.split_once('?') else {
+        return format!("{scheme}://{rest}");
+    };
+    let query: Vec<String> = query
+        .split('&')
+        .map(|pair| match pair.split_once('=') {
+            Some((key, _)) if key.eq_ignore_ascii_case("password") => format!("{key}=***"),
+            _ => pair.to_owned(),
+        })
+        .collect();
+    format!("{scheme}://{base}?{}", query.join("&"))
 }
 
 /// A setting that could not be used; its message is the one line the program prints.
@@ -683,6 +696,24 @@ mod tests {
             "postgres://app:***@db:5432/gh"
         );
         assert_eq!(redact_url("sqlite://gatehouse.db"), "sqlite://gatehouse.db");
+        assert_eq!(
+            redact_url("postgres://app:p@ss/w?rd@db:5432/gh"),
+            "postgres://app:***@db:5432/gh"
+        );
+        assert_eq!(
+            redact_url("postgres://db/gh?user=app&Password=hunter2&sslmode=require"),
+            "postgres://db/gh?user=app&Password=***&sslmode=require"
+        );
+        for url in [
+            "postgres://app:p@ss/w?rd@db:5432/gh",
+            "postgres://db/gh?password=hunter2",
+        ] {
+            let shown = redact_url(url);
+            assert!(
+                !shown.contains("rd@") && !shown.contains("hunter2"),
+                "{shown}"
+            );
+        }
     }
 
     #[test]

@@ -99,4 +99,17 @@ impl AuthService {
             .await;
         Ok(kid)
     }
+
+    /// Revokes a retired signing key: tokens it signed stop verifying, and it leaves the JWK
+    /// Set, on every instance at its next key reload. The active key is rotated out first.
+    pub async fn revoke_signing_key(&self, kid: &str) -> Result<()> {
+        if !self.store.revoke_key(kid, self.clock.now_ms()).await? {
+            return Err(Error::NotFound);
+        }
+        let event = AuditEvent::KeyRevoked {
+            kid: kid.to_owned(),
+        };
+        self.audit(event, None, None, None).await;
+        Ok(())
+    }
 }

@@ -70,6 +70,9 @@ pub enum AuditEvent {
     KeyRotated {
         kid: String,
     },
+    KeyRevoked {
+        kid: String,
+    },
 }
 
 impl AuditEvent {
@@ -95,6 +98,7 @@ impl AuditEvent {
             UserDisabled { .. } => "user.disabled",
             UserEnabled => "user.enabled",
             KeyRotated { .. } => "key.rotated",
+            KeyRevoked { .. } => "key.revoked",
         }
     }
 
@@ -128,6 +132,7 @@ impl AuditEvent {
             UserDisabled { sessions_ended } => format!("via=cli sessions_ended={sessions_ended}"),
             UserEnabled => "via=cli".into(),
             KeyRotated { kid } => format!("kid={kid} via=cli"),
+            KeyRevoked { kid } => format!("kid={kid} via=cli"),
             LoginChallenged
             | TwoFactorFailed
             | RecoveryCodeUsed

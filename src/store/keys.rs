@@ -19,7 +19,8 @@ impl Store {
     pub async fn signing_keys(&self, retired_after: i64) -> Result<Vec<KeyRow>> {
         let sql = format!(
             "SELECT {KEY_COLUMNS} FROM signing_keys \
-             WHERE state = 'active' OR retired_at > $1 ORDER BY created_at DESC"
+             WHERE revoked_at IS NULL AND (state = 'active' OR retired_at > $1) \
+             ORDER BY created_at DESC"
         );
         on_pool!(self, |pool| sqlx::query_as(&sql)
             .bind(retired_after)
@@ -63,9 +64,25 @@ impl Store {
         })
     }
 
+    /// Revokes a retired key; false if there is no such retired, unrevoked key (the active key
+    /// is replaced with `rotate_key` first).
+    pub async fn revoke_key(&self, kid: &str, now: i64) -> Result<bool> {
+        let sql = "UPDATE signing_keys SET revoked_at = $2 \
+                   WHERE kid = $1 AND state = 'retired' AND revoked_at IS NULL";
+        let n = on_write_pool!(self, |pool| sqlx::query(sql)
+            .bind(kid)
+            .bind(now)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected()))?;
+        Ok(n == 1)
+    }
+
     /// Every key ever made, newest first, for `gatehouse keys list`.
     pub async fn all_signing_keys(&self) -> Result<Vec<KeyRow>> {
-        let sql = format!("SELECT {KEY_COLUMNS} FROM signing_keys ORDER BY created_at DESC");
-        on_pool!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await)
+        let sql = "SELECT kid, private_key, public_key, \
+                   CASE WHEN revoked_at IS NULL THEN state ELSE 'revoked' END AS state, created_at \
+                   FROM signing_keys ORDER BY created_at DESC";
+        on_pool!(self, |pool| sqlx::query_as(sql).fetch_all(pool).await)
     }
 }

@@ -236,6 +236,33 @@ async fn key_rotation_reaches_the_running_service(backend: Backend) {
         "{kids:?}"
     );
     app.get("/api/v1/crm/contacts", &old_token).await.data(200);
+
+    // Revoked (a key believed stolen), the old key verifies nothing any more, and leaves the
+    // JWK Set, within 10 s; the active key cannot be revoked.
+    let output = app.cli(&["keys", "revoke", &new_kid], None);
+    fails_with(&output, "no retired key");
+    let output = app.cli(&["keys", "revoke", &old_kid], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let started = Instant::now();
+    loop {
+        let answer = app.get("/api/v1/crm/contacts", &old_token).await;
+        if answer.status == 401 {
+            answer.error(401, "TOKEN_INVALID");
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "still accepted"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let jwks = app.get_json("/.well-known/jwks.json").await;
+    assert_eq!(jwks["keys"].as_array().unwrap().len(), 1, "{jwks}");
+    assert!(
+        stdout(&app.cli(&["keys", "list"], None))
+            .lines()
+            .any(|l| l.starts_with(&old_kid) && l.contains("revoked"))
+    );
 }
 
 /// Settings resolve flag, then environment, then file, then default; observed through which
