@@ -99,6 +99,18 @@ macro_rules! revoke_all {
     };
 }
 
+/// `revoke_all!`, and the user's pending 2FA challenges deleted: what a change of password or a
+/// disabled account ends.
+macro_rules! end_logins {
+    ($tx:ident, $user:expr, $keep:expr, $reason:expr, $now:expr) => {{
+        sqlx::query("DELETE FROM temp_tokens WHERE user_id = $1")
+            .bind($user)
+            .execute(&mut *$tx)
+            .await?;
+        revoke_all!($tx, $user, $keep, $reason, $now)
+    }};
+}
+
 impl Store {
     /// Creates a session with its first refresh token, unless the account was disabled or its
     /// `auth_epoch` moved (a password change) since the login's checks began: false then. On
@@ -292,11 +304,7 @@ impl Store {
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query("DELETE FROM temp_tokens WHERE user_id = $1")
-                .bind(user_id)
-                .execute(&mut *tx)
-                .await?;
-            let ended = revoke_all!(tx, user_id, keep, reason, now);
+            let ended = end_logins!(tx, user_id, keep, reason, now);
             tx.commit().await?;
             Ok(ended)
         })
@@ -314,11 +322,7 @@ impl Store {
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
-            sqlx::query("DELETE FROM temp_tokens WHERE user_id = $1")
-                .bind(user_id)
-                .execute(&mut *tx)
-                .await?;
-            let ended = revoke_all!(tx, user_id, None::<Uuid>, reason, now);
+            let ended = end_logins!(tx, user_id, None::<Uuid>, reason, now);
             tx.commit().await?;
             Ok(ended)
         })
