@@ -199,6 +199,7 @@ impl Application {
             trusted_proxies: settings.trusted_proxies.clone(),
             registration_open: settings.registration_open,
             body_timeout: settings.body_timeout,
+            docs: settings.docs,
             metrics: services.metrics,
         });
         Ok(Application {

@@ -127,6 +127,9 @@ pub struct SettingsArgs {
         value_name = "N"
     )]
     pub max_connections: Option<String>,
+    /// `on` serves Swagger UI at /docs [default: off]
+    #[arg(long, env = "GATEHOUSE_DOCS", global = true, value_name = "on|off")]
+    pub docs: Option<String>,
     /// On SIGTERM/SIGINT, how long requests in flight may take to finish [default: 30s]
     #[arg(
         long,
@@ -232,6 +235,7 @@ pub struct Settings {
     pub header_timeout: Duration,
     pub body_timeout: Duration,
     pub max_connections: usize,
+    pub docs: bool,
     pub shutdown_timeout: Duration,
     pub audit_retention: Duration,
     pub metrics_listen: Option<SocketAddr>,
@@ -326,6 +330,7 @@ const FILE_KEYS: &[&str] = &[
     "header_timeout",
     "body_timeout",
     "max_connections",
+    "docs",
     "shutdown_timeout",
     "audit_retention",
     "metrics_listen",
@@ -426,6 +431,8 @@ impl Settings {
             Ok(n) if (1..=1_000_000).contains(&n) => n,
             _ => return Err(s.invalid(&v, "must be a whole number from 1 to 1000000")),
         };
+        let (s, v) = get("docs", &args.docs, "off");
+        let docs = parse_choice(&s, &v, ("on", "off"))?;
         let (s, v) = get("shutdown_timeout", &args.shutdown_timeout, "30s");
         let shutdown_timeout = parse_duration(&s, &v)?;
         let (s, v) = get("audit_retention", &args.audit_retention, "90d");
@@ -466,6 +473,7 @@ impl Settings {
             header_timeout,
             body_timeout,
             max_connections,
+            docs,
             shutdown_timeout,
             audit_retention,
             metrics_listen,
@@ -617,6 +625,7 @@ mod tests {
         assert_eq!(s.issuer, "gatehouse");
         assert_eq!(s.audience, "gatehouse-api");
         assert_eq!(s.log_format, LogFormat::Text);
+        assert!(!s.docs);
     }
 
     #[test]

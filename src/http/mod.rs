@@ -40,6 +40,8 @@ pub struct Inner {
     pub registration_open: bool,
     /// A request's whole body must arrive within this.
     pub body_timeout: std::time::Duration,
+    /// Whether Swagger UI is served at `/docs`.
+    pub docs: bool,
     pub metrics: std::sync::Arc<crate::metrics::Metrics>,
 }
 
@@ -91,15 +93,20 @@ pub fn openapi() -> utoipa::openapi::OpenApi {
 }
 
 pub fn router(state: AppState) -> Router {
-    let (api, _) = api();
+    let (mut api, _) = api();
+    // Off unless asked for: an anonymous 40-byte request for its 1.5 MB script is the cheapest
+    // way to make this service send a lot, and production clients need only the JSON document.
     // The page and its scripts are served from the binary: the docs work without internet access.
-    let docs_page = SwaggerUi::new("/docs").config(
-        utoipa_swagger_ui::Config::new([meta::OPENAPI_PATH])
-            .try_it_out_enabled(true)
-            .persist_authorization(false),
-    );
-    api.merge(docs_page)
-        .fallback(|| async { Error::NotFound })
+    if state.docs {
+        api = api.merge(
+            SwaggerUi::new("/docs").config(
+                utoipa_swagger_ui::Config::new([meta::OPENAPI_PATH])
+                    .try_it_out_enabled(true)
+                    .persist_authorization(false),
+            ),
+        );
+    }
+    api.fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
