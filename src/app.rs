@@ -210,7 +210,11 @@ impl Application {
             live: services.live,
             limits: server::Limits {
                 header_timeout: settings.header_timeout,
+                write_timeout: settings.write_timeout,
+                connection_lifetime: settings.connection_lifetime,
                 max_connections: settings.max_connections,
+                max_connections_per_client: settings.max_connections_per_client,
+                trusted_proxies: settings.trusted_proxies.clone(),
                 shutdown_timeout: settings.shutdown_timeout,
             },
         })
