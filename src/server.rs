@@ -30,6 +30,13 @@ use tokio::sync::{Semaphore, watch};
 use tokio::time::{Instant, Sleep};
 use tower::ServiceExt as _;
 
+/// The most of a request head (request line and headers) held in memory before it is refused
+/// with 431. hyper's default, about 400 KiB per connection, lets 1 024 connections that never end
+/// their headers hold 400 MiB; 32 KiB still fits large cookies and tokens many times over. (hyper
+/// bounds its body buffers by the same size, which costs nothing here: request bodies over 64 KiB
+/// are refused anyway, and an answer's body is queued for writing, not copied.)
+const MAX_REQUEST_HEAD: usize = 32 * 1024;
+
 pub struct Limits {
     pub header_timeout: Duration,
     /// A write (or flush) pending this long ends the connection.
@@ -63,7 +70,8 @@ pub async fn serve(
     let (stop, _) = watch::channel(());
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_timeout);
+        .header_read_timeout(limits.header_timeout)
+        .max_buf_size(MAX_REQUEST_HEAD);
     tokio::pin!(shutdown);
     loop {
         let slot = tokio::select! {

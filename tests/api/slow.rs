@@ -1,5 +1,5 @@
 //! Slow and greedy clients, over real sockets: headers or a body sent too slowly are cut off,
-//! oversized bodies are refused before they are read, answers a client does not
+//! oversized bodies and header blocks are refused before they are read, answers a client does not
 //! read are given up on, connections are bounded in number, per client and in age, and none of it
 //! stalls other clients.
 
@@ -19,6 +19,7 @@ both_backends!(
     a_client_that_does_not_read_its_answers_is_cut_off,
     connections_beyond_a_clients_share_do_not_starve_others,
     a_connection_is_closed_once_past_its_lifetime,
+    an_oversized_header_block_is_refused_as_it_arrives,
 );
 
 pub(crate) async fn connect(app: &TestApp) -> TcpStream {
@@ -351,4 +352,40 @@ async fn a_connection_is_closed_once_past_its_lifetime(backend: Backend) {
         age > Duration::from_millis(1500) && age < Duration::from_secs(3),
         "{age:?}"
     );
+}
+
+/// Headers are held in memory until the blank line that ends them: a block over 32 KiB is refused
+/// as soon as it passes that, instead of being buffered (hyper's default: about 400 KiB) until the
+/// header timeout.
+async fn an_oversized_header_block_is_refused_as_it_arrives(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let pad = |lines: usize| -> String {
+        (0..lines)
+            .map(|i| format!("X-Pad-{i}: {}\r\n", "a".repeat(1000)))
+            .collect()
+    };
+    // 20 KB of headers is served: large cookies and tokens fit.
+    let mut stream = connect(&app).await;
+    let request = format!(
+        "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{}\r\n",
+        pad(20)
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let (received, _) = read_to_close(&mut stream, Duration::from_secs(2)).await;
+    assert!(received.starts_with("HTTP/1.1 200"), "{received:?}");
+
+    // 40 KB and still going (no blank line): refused (431, or closed before the client reads the
+    // answer) at once.
+    let mut stream = connect(&app).await;
+    let started = Instant::now();
+    let request = format!("GET /healthz HTTP/1.1\r\nHost: x\r\n{}", pad(40));
+    let _ = stream.write_all(request.as_bytes()).await;
+    let (received, closed) = read_to_close(&mut stream, Duration::from_secs(3)).await;
+    assert!(closed, "an oversized header block was held open");
+    assert!(
+        received.is_empty() || received.starts_with("HTTP/1.1 431"),
+        "{received:?}"
+    );
+    assert!(started.elapsed() < Duration::from_secs(1));
+    others_are_served(&app).await;
 }
