@@ -24,6 +24,7 @@ mod crm;
 pub mod docs;
 pub mod error;
 pub mod extract;
+mod framing;
 mod meta;
 
 /// Largest request body accepted (API.md §1).
@@ -112,6 +113,7 @@ pub fn router(state: AppState) -> Router {
             state.clone(),
             extract::read_whole_body,
         ))
+        .layer(axum::middleware::from_fn(framing::one_host))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|req: &Request<_>| {
