@@ -19,6 +19,7 @@ use crate::config::{MasterKey, Settings};
 use crate::crm::Contacts;
 use crate::http::{self, AppState, Inner};
 use crate::metrics::Metrics;
+use crate::private_files;
 use crate::server;
 use crate::store::Store;
 
@@ -96,6 +97,10 @@ impl Services {
 
 /// Connects and brings the schema up to date.
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
+    if let Some(path) = settings.sqlite_path() {
+        private_files::create_owner_only(&path)
+            .with_context(|| format!("cannot create the database file {}", path.display()))?;
+    }
     let store = Store::connect(settings.database_url.as_str())
         .await
         .with_context(|| format!("cannot open the database {}", settings.database_url))?;
@@ -181,6 +186,12 @@ pub struct Application {
 impl Application {
     pub async fn build(settings: &Settings) -> anyhow::Result<Application> {
         let services = Services::open(settings).await?;
+        if let Some(db) = settings.sqlite_path() {
+            private_files::warn_if_shared(&db, "database file");
+            if settings.master_key.is_none() {
+                private_files::warn_if_shared(&key_file_path(&db), "master key file");
+            }
+        }
         let listener = TcpListener::bind(settings.listen)
             .await
             .with_context(|| format!("cannot listen on {}", settings.listen))?;

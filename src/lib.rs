@@ -13,6 +13,7 @@ pub mod domain;
 pub mod error;
 pub mod http;
 pub mod metrics;
+pub mod private_files;
 pub mod server;
 pub mod store;
 pub mod telemetry;
