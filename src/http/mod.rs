@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::http::{Request, header};
+use axum::http::{Request, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use ipnet::IpNet;
 use serde::Serialize;
@@ -99,13 +99,20 @@ pub fn router(state: AppState) -> Router {
     // way to make this service send a lot, and production clients need only the JSON document.
     // The page and its scripts are served from the binary: the docs work without internet access.
     if state.docs {
-        api = api.merge(
-            SwaggerUi::new("/docs").config(
-                utoipa_swagger_ui::Config::new([meta::OPENAPI_PATH])
-                    .try_it_out_enabled(true)
-                    .persist_authorization(false),
-            ),
+        let page = SwaggerUi::new("/docs").config(
+            utoipa_swagger_ui::Config::new([meta::OPENAPI_PATH])
+                .try_it_out_enabled(true)
+                .persist_authorization(false),
         );
+        // Swagger UI answers a file it does not have with a bare 404: give it the envelope.
+        api = api.merge(Router::from(page).layer(axum::middleware::map_response(
+            |r: Response| async move {
+                match r.status() {
+                    StatusCode::NOT_FOUND => Error::NotFound.into_response(),
+                    _ => r,
+                }
+            },
+        )));
     }
     api.fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })

@@ -271,6 +271,10 @@ async fn the_docs_page_is_served_whole_from_the_binary(backend: Backend) {
         initializer.contains("/api/v1/openapi.json"),
         "{initializer}"
     );
+    // A file the page does not have is a 404 like any other.
+    app.send(app.client.get(app.url("/docs/no-such-file.js")))
+        .await
+        .error(404, "NOT_FOUND");
 }
 
 /// Swagger UI is off by default (`GATEHOUSE_DOCS`); the JSON document is always served.
