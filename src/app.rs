@@ -15,8 +15,9 @@ use crate::clock::Clock;
 use crate::config::Settings;
 use crate::domain::{Email, FullName};
 use crate::http::{self, AppState};
+use crate::private_files;
 use crate::server;
-use crate::services::Services;
+use crate::services::{Services, key_file_path};
 use crate::store::sessions::Purged;
 
 /// How often each instance re-reads the signing keys, so a rotation done elsewhere (the CLI,
@@ -46,6 +47,12 @@ impl Application {
         clock: Clock,
     ) -> anyhow::Result<Application> {
         let services = Arc::new(Services::open(settings, clock).await?);
+        if let Some(db) = settings.sqlite_path() {
+            private_files::warn_if_shared(&db, "database file");
+            if settings.master_key.is_none() {
+                private_files::warn_if_shared(&key_file_path(&db), "master key file");
+            }
+        }
         let listener = TcpListener::bind(settings.listen)
             .await
             .with_context(|| format!("cannot listen on {}", settings.listen))?;
@@ -65,7 +72,11 @@ impl Application {
             state,
             limits: server::Limits {
                 header_timeout: settings.header_timeout,
+                write_timeout: settings.write_timeout,
+                connection_lifetime: settings.connection_lifetime,
                 max_connections: settings.max_connections,
+                max_connections_per_client: settings.max_connections_per_client,
+                trusted_proxies: settings.trusted_proxies.clone(),
                 shutdown_timeout: settings.shutdown_timeout,
             },
         })

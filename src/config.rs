@@ -127,6 +127,33 @@ pub struct SettingsArgs {
         value_name = "N"
     )]
     pub max_connections: Option<String>,
+    /// A write that makes no progress for this long ends the connection [default: 10s]
+    #[arg(
+        long,
+        env = "GATEHOUSE_WRITE_TIMEOUT",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub write_timeout: Option<String>,
+    /// A connection older than this is closed after its request in flight [default: 5m]
+    #[arg(
+        long,
+        env = "GATEHOUSE_CONNECTION_LIFETIME",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub connection_lifetime: Option<String>,
+    /// Open connections per client address (IPv6: per /64) at most [default: 64]
+    #[arg(
+        long,
+        env = "GATEHOUSE_MAX_CONNECTIONS_PER_CLIENT",
+        global = true,
+        value_name = "N"
+    )]
+    pub max_connections_per_client: Option<String>,
+    /// `on` serves Swagger UI at /docs [default: off]
+    #[arg(long, env = "GATEHOUSE_DOCS", global = true, value_name = "on|off")]
+    pub docs: Option<String>,
     /// On SIGTERM/SIGINT, how long requests in flight may take to finish [default: 30s]
     #[arg(
         long,
@@ -232,6 +259,10 @@ pub struct Settings {
     pub header_timeout: Duration,
     pub body_timeout: Duration,
     pub max_connections: usize,
+    pub write_timeout: Duration,
+    pub connection_lifetime: Duration,
+    pub max_connections_per_client: usize,
+    pub docs: bool,
     pub shutdown_timeout: Duration,
     pub audit_retention: Duration,
     pub metrics_listen: Option<SocketAddr>,
@@ -339,6 +370,10 @@ const FILE_KEYS: &[&str] = &[
     "header_timeout",
     "body_timeout",
     "max_connections",
+    "write_timeout",
+    "connection_lifetime",
+    "max_connections_per_client",
+    "docs",
     "shutdown_timeout",
     "audit_retention",
     "metrics_listen",
@@ -435,10 +470,16 @@ impl Settings {
         let (s, v) = get("body_timeout", &args.body_timeout, "10s");
         let body_timeout = parse_duration(&s, &v)?;
         let (s, v) = get("max_connections", &args.max_connections, "1024");
-        let max_connections = match v.trim().parse::<usize>() {
-            Ok(n) if (1..=1_000_000).contains(&n) => n,
-            _ => return Err(s.invalid(&v, "must be a whole number from 1 to 1000000")),
-        };
+        let max_connections = parse_count(&s, &v)?;
+        let (s, v) = get("write_timeout", &args.write_timeout, "10s");
+        let write_timeout = parse_duration(&s, &v)?;
+        let (s, v) = get("connection_lifetime", &args.connection_lifetime, "5m");
+        let connection_lifetime = parse_duration(&s, &v)?;
+        let per_client = &args.max_connections_per_client;
+        let (s, v) = get("max_connections_per_client", per_client, "64");
+        let max_connections_per_client = parse_count(&s, &v)?;
+        let (s, v) = get("docs", &args.docs, "off");
+        let docs = parse_choice(&s, &v, ("on", "off"))?;
         let (s, v) = get("shutdown_timeout", &args.shutdown_timeout, "30s");
         let shutdown_timeout = parse_duration(&s, &v)?;
         let (s, v) = get("audit_retention", &args.audit_retention, "90d");
@@ -479,6 +520,10 @@ impl Settings {
             header_timeout,
             body_timeout,
             max_connections,
+            write_timeout,
+            connection_lifetime,
+            max_connections_per_client,
+            docs,
             shutdown_timeout,
             audit_retention,
             metrics_listen,
@@ -583,6 +628,14 @@ fn parse_duration(setting: &Setting, value: &str) -> Result<Duration, SettingsEr
     }
 }
 
+/// A number of connections: 1 to a million.
+fn parse_count(setting: &Setting, value: &str) -> Result<usize, SettingsError> {
+    match value.trim().parse::<usize>() {
+        Ok(n) if (1..=1_000_000).contains(&n) => Ok(n),
+        _ => Err(setting.invalid(value, "must be a whole number from 1 to 1000000")),
+    }
+}
+
 fn parse_choice(
     setting: &Setting,
     value: &str,
@@ -630,6 +683,10 @@ mod tests {
         assert_eq!(s.issuer, "gatehouse");
         assert_eq!(s.audience, "gatehouse-api");
         assert_eq!(s.log_format, LogFormat::Text);
+        assert_eq!(s.write_timeout, Duration::from_secs(10));
+        assert_eq!(s.connection_lifetime, Duration::from_secs(300));
+        assert_eq!(s.max_connections_per_client, 64);
+        assert!(!s.docs);
     }
 
     #[test]

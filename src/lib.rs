@@ -18,6 +18,7 @@ mod domain;
 mod error;
 mod http;
 mod metrics;
+mod private_files;
 mod server;
 mod services;
 mod store;

@@ -18,6 +18,7 @@ use crate::clock::Clock;
 use crate::config::{MasterKey, Settings};
 use crate::crm::Contacts;
 use crate::metrics::Metrics;
+use crate::private_files;
 use crate::store::Store;
 
 /// Kept in memory past the longest an access token can live: a token minted by a refresh that
@@ -90,6 +91,10 @@ impl Services {
 
 /// Connects and brings the schema up to date.
 pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
+    if let Some(path) = settings.sqlite_path() {
+        private_files::create_owner_only(&path)
+            .with_context(|| format!("cannot create the database file {}", path.display()))?;
+    }
     let store = Store::connect(settings.database_url.as_str())
         .await
         .with_context(|| format!("cannot open the database {}", settings.database_url))?;
@@ -134,7 +139,7 @@ fn master_key(settings: &Settings) -> anyhow::Result<MasterKey> {
     }
 }
 
-fn key_file_path(db: &Path) -> PathBuf {
+pub fn key_file_path(db: &Path) -> PathBuf {
     db.parent()
         .unwrap_or(Path::new(""))
         .join("gatehouse.master.key")

@@ -57,7 +57,7 @@ fn interval(limit: u32) -> Duration {
 }
 
 /// IPv6 addresses count per /64; IPv4 (and IPv4-mapped IPv6) per address.
-fn address_key(ip: IpAddr) -> IpAddr {
+pub(crate) fn address_key(ip: IpAddr) -> IpAddr {
     match ip {
         IpAddr::V4(_) => ip,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

@@ -378,7 +378,8 @@ fn bad_settings_stop_the_program_with_one_line_naming_the_setting() {
 }
 
 /// `gatehouse serve` as an operator runs it: the log names the bound address, the first start
-/// creates the master key file readable by its owner only, and SIGTERM ends it cleanly.
+/// creates the database and the master key file readable by their owner only, and SIGTERM ends it
+/// cleanly.
 #[test]
 fn serve_names_its_address_creates_the_key_file_and_stops_on_sigterm() {
     use std::io::{BufRead as _, BufReader};
@@ -413,11 +414,20 @@ fn serve_names_its_address_creates_the_key_file_and_stops_on_sigterm() {
     std::io::Read::read_to_string(&mut stream, &mut reply).unwrap();
     assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
 
-    let mode = std::fs::metadata(dir.path().join("gatehouse.master.key"))
-        .unwrap()
-        .permissions()
-        .mode();
-    assert_eq!(mode & 0o777, 0o600);
+    // The database holds the password hashes and the encrypted secrets; SQLite gives its -wal and
+    // -shm files (present while it runs) the database file's mode.
+    for file in [
+        "gatehouse.master.key",
+        "gatehouse.db",
+        "gatehouse.db-wal",
+        "gatehouse.db-shm",
+    ] {
+        let mode = std::fs::metadata(dir.path().join(file))
+            .unwrap_or_else(|e| panic!("{file}: {e}"))
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o600, "{file}: {:o}", mode & 0o777);
+    }
 
     let killed = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -426,6 +436,60 @@ fn serve_names_its_address_creates_the_key_file_and_stops_on_sigterm() {
     assert!(killed.success());
     let status = child.wait().unwrap();
     assert!(status.success(), "exit after SIGTERM: {status}");
+}
+
+/// A database or key file that others can read (made by an older version, or copied) is named in
+/// a warning when `serve` starts.
+#[test]
+fn serve_warns_when_the_database_or_key_file_is_open_to_others() {
+    use std::os::unix::fs::PermissionsExt as _;
+
+    let dir = tempfile::tempdir().unwrap();
+    let gatehouse = || {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
+        command.env_clear().current_dir(dir.path());
+        command
+    };
+    // Any command that opens the services makes both files.
+    assert!(
+        run(gatehouse().args(["user", "list"]), None)
+            .status
+            .success()
+    );
+    let open_to_others = std::fs::Permissions::from_mode(0o644);
+    for file in ["gatehouse.db", "gatehouse.master.key"] {
+        std::fs::set_permissions(dir.path().join(file), open_to_others.clone()).unwrap();
+    }
+    let mut child = gatehouse()
+        .args(["serve", "--listen", "127.0.0.1:0"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut log = Vec::new();
+    for line in std::io::BufRead::lines(std::io::BufReader::new(child.stderr.take().unwrap())) {
+        let line = line.unwrap();
+        let listening = line.contains("listening on");
+        log.push(line);
+        if listening {
+            break;
+        }
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    for (what, file) in [
+        ("database file", "gatehouse.db"),
+        ("master key file", "gatehouse.master.key"),
+    ] {
+        assert!(
+            log.iter().any(|l| l.contains("WARN")
+                && l.contains(what)
+                && l.contains(file)
+                && l.contains("chmod 600")),
+            "no warning about {file}: {log:#?}"
+        );
+    }
 }
 
 /// Settings that only the real binary shows: JSON logs are one object per line; an in-memory

@@ -6,12 +6,15 @@ use std::collections::BTreeSet;
 use reqwest::Method;
 use serde_json::Value;
 
-use crate::helpers::{Backend, both_backends, spawn_app};
+use gatehouse::config::SettingsArgs;
+
+use crate::helpers::{Backend, both_backends, spawn_app, spawn_app_with};
 
 both_backends!(
     the_document_covers_every_call_of_the_contract,
     routes_and_document_agree,
     the_docs_page_is_served_whole_from_the_binary,
+    the_docs_page_is_served_only_when_asked_for,
 );
 
 /// docs/api.md §3, call by call: (method, path, bearer).
@@ -215,7 +218,14 @@ async fn routes_and_document_agree(backend: Backend) {
 }
 
 async fn the_docs_page_is_served_whole_from_the_binary(backend: Backend) {
-    let app = spawn_app(backend).await;
+    let app = spawn_app_with(
+        backend,
+        SettingsArgs {
+            docs: Some("on".into()),
+            ..Default::default()
+        },
+    )
+    .await;
     let page = app.client.get(app.url("/docs/")).send().await.unwrap();
     assert_eq!(page.status(), 200);
     assert!(
@@ -268,4 +278,19 @@ async fn the_docs_page_is_served_whole_from_the_binary(backend: Backend) {
         initializer.contains("/api/v1/openapi.json"),
         "{initializer}"
     );
+    // A file the page does not have is a 404 like any other.
+    app.send(app.client.get(app.url("/docs/no-such-file.js")))
+        .await
+        .error(404, "NOT_FOUND");
+}
+
+/// Swagger UI is off by default (`GATEHOUSE_DOCS`); the JSON document is always served.
+async fn the_docs_page_is_served_only_when_asked_for(backend: Backend) {
+    let app = spawn_app(backend).await;
+    for path in ["/docs", "/docs/", "/docs/swagger-ui-bundle.js"] {
+        app.send(app.client.get(app.url(path)))
+            .await
+            .error(404, "NOT_FOUND");
+    }
+    document(&app).await;
 }

@@ -9,6 +9,7 @@ mod cli;
 mod contacts;
 mod docs;
 mod errors;
+mod framing;
 mod hardening;
 mod instances;
 mod login;
