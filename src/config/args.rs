@@ -1,0 +1,181 @@
+//! The settings as flags and environment variables (clap), still as text.
+
+use std::path::PathBuf;
+
+/// The settings as clap reads them from flags and the environment (clap gives a flag precedence
+/// over its variable). They stay strings here so that every value, whatever its source, is parsed
+/// and reported by the same code.
+#[derive(Debug, Default, Clone, clap::Args)]
+pub struct SettingsArgs {
+    /// TOML file with settings (keys as in the table of the README)
+    #[arg(long, env = "GATEHOUSE_CONFIG", global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Address to serve on [default: 127.0.0.1:8080]
+    #[arg(long, env = "GATEHOUSE_LISTEN", global = true, value_name = "ADDR")]
+    pub listen: Option<String>,
+    /// sqlite://PATH or postgres://… [default: sqlite://gatehouse.db]
+    #[arg(
+        long,
+        env = "GATEHOUSE_DATABASE_URL",
+        global = true,
+        value_name = "URL"
+    )]
+    pub database_url: Option<String>,
+    /// Base64 of 32 bytes; encrypts TOTP secrets and signing keys
+    #[arg(
+        long,
+        env = "GATEHOUSE_MASTER_KEY",
+        global = true,
+        value_name = "BASE64",
+        hide_env_values = true
+    )]
+    pub master_key: Option<String>,
+    /// Access token lifetime [default: 24h]
+    #[arg(
+        long,
+        env = "GATEHOUSE_ACCESS_TOKEN_TTL",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub access_token_ttl: Option<String>,
+    /// Refresh token lifetime [default: 30d]
+    #[arg(
+        long,
+        env = "GATEHOUSE_REFRESH_TOKEN_TTL",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub refresh_token_ttl: Option<String>,
+    /// Two-factor challenge lifetime [default: 5m]
+    #[arg(
+        long,
+        env = "GATEHOUSE_TEMP_TOKEN_TTL",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub temp_token_ttl: Option<String>,
+    /// How long a rotated refresh token may still be presented by a racing client [default: 10s]
+    #[arg(
+        long,
+        env = "GATEHOUSE_REFRESH_REUSE_GRACE",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub refresh_reuse_grace: Option<String>,
+    /// `open` enables POST /auth/register [default: closed]
+    #[arg(
+        long,
+        env = "GATEHOUSE_REGISTRATION",
+        global = true,
+        value_name = "open|closed"
+    )]
+    pub registration: Option<String>,
+    /// `off` disables login throttling [default: on]
+    #[arg(
+        long,
+        env = "GATEHOUSE_RATE_LIMIT",
+        global = true,
+        value_name = "on|off"
+    )]
+    pub rate_limit: Option<String>,
+    /// Comma-separated CIDRs whose X-Forwarded-For is believed [default: none]
+    #[arg(
+        long,
+        env = "GATEHOUSE_TRUSTED_PROXIES",
+        global = true,
+        value_name = "CIDRS"
+    )]
+    pub trusted_proxies: Option<String>,
+    /// `iss` of issued tokens [default: gatehouse]
+    #[arg(long, env = "GATEHOUSE_ISSUER", global = true)]
+    pub issuer: Option<String>,
+    /// `aud` of access tokens [default: gatehouse-api]
+    #[arg(long, env = "GATEHOUSE_AUDIENCE", global = true)]
+    pub audience: Option<String>,
+    /// A client must send a request's headers within this [default: 10s]
+    #[arg(
+        long,
+        env = "GATEHOUSE_HEADER_TIMEOUT",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub header_timeout: Option<String>,
+    /// A client must send a request's whole body within this [default: 10s]
+    #[arg(
+        long,
+        env = "GATEHOUSE_BODY_TIMEOUT",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub body_timeout: Option<String>,
+    /// Open client connections at most; more wait to be accepted [default: 1024]
+    #[arg(
+        long,
+        env = "GATEHOUSE_MAX_CONNECTIONS",
+        global = true,
+        value_name = "N"
+    )]
+    pub max_connections: Option<String>,
+    /// A write that makes no progress for this long ends the connection [default: 10s]
+    #[arg(
+        long,
+        env = "GATEHOUSE_WRITE_TIMEOUT",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub write_timeout: Option<String>,
+    /// A connection older than this is closed after its request in flight [default: 5m]
+    #[arg(
+        long,
+        env = "GATEHOUSE_CONNECTION_LIFETIME",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub connection_lifetime: Option<String>,
+    /// Open connections per client address (IPv6: per /64) at most [default: 64]
+    #[arg(
+        long,
+        env = "GATEHOUSE_MAX_CONNECTIONS_PER_CLIENT",
+        global = true,
+        value_name = "N"
+    )]
+    pub max_connections_per_client: Option<String>,
+    /// `on` serves Swagger UI at /docs [default: off]
+    #[arg(long, env = "GATEHOUSE_DOCS", global = true, value_name = "on|off")]
+    pub docs: Option<String>,
+    /// On SIGTERM/SIGINT, how long requests in flight may take to finish [default: 30s]
+    #[arg(
+        long,
+        env = "GATEHOUSE_SHUTDOWN_TIMEOUT",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub shutdown_timeout: Option<String>,
+    /// How long audit events are kept [default: 90d]
+    #[arg(
+        long,
+        env = "GATEHOUSE_AUDIT_RETENTION",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub audit_retention: Option<String>,
+    /// Address of a separate listener for Prometheus /metrics [default: off]
+    #[arg(
+        long,
+        env = "GATEHOUSE_METRICS_LISTEN",
+        global = true,
+        value_name = "ADDR"
+    )]
+    pub metrics_listen: Option<String>,
+    /// Log filter, e.g. `info` or `gatehouse=debug` [default: info]
+    #[arg(long, env = "GATEHOUSE_LOG", global = true, value_name = "FILTER")]
+    pub log: Option<String>,
+    /// `text` or `json` [default: text]
+    #[arg(
+        long,
+        env = "GATEHOUSE_LOG_FORMAT",
+        global = true,
+        value_name = "text|json"
+    )]
+    pub log_format: Option<String>,
+}
