@@ -36,7 +36,9 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
+# The load comes from one address but stands for many clients: no per-client connection cap.
 export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off GATEHOUSE_REGISTRATION=open
+export GATEHOUSE_MAX_CONNECTIONS_PER_CLIENT=1024
 
 rss() { awk '/VmRSS/ {printf "%.1f", $2/1024}' /proc/"$SERVER"/status; }
 peak() { awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/"$SERVER"/status; }
