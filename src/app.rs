@@ -53,8 +53,7 @@ impl Application {
                 private_files::warn_if_shared(&key_file_path(&db), "master key file");
             }
         }
-        let listener = TcpListener::bind(settings.listen)
-            .await
+        let listener = listen(settings.listen)
             .with_context(|| format!("cannot listen on {}", settings.listen))?;
         let metrics_listener = match settings.metrics_listen {
             Some(addr) => Some(
@@ -138,6 +137,23 @@ impl Application {
         self.services.store.close().await;
         Ok(())
     }
+}
+
+/// Connections the kernel may hold for us before we accept them. tokio's `bind` asks for 128: a
+/// burst of connections from one client (which the per-client cap then closes) overflowed it, and
+/// a legitimate client whose attempt was dropped waited a second to retry. The kernel caps this at
+/// `net.core.somaxconn` (4 096 on current Linux).
+const LISTEN_BACKLOG: u32 = 1024;
+
+fn listen(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = match addr {
+        SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+        SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+    };
+    // As std's and tokio's `bind` do on Unix: a restarted service can bind at once.
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(LISTEN_BACKLOG)
 }
 
 /// The periodic work of an instance: signing keys and revocations made elsewhere are read,
