@@ -17,7 +17,7 @@ use crate::domain::{Email, FullName};
 use crate::http::{self, AppState};
 use crate::server;
 use crate::services::Services;
-use crate::store::sessions::Purged;
+use crate::store::purge::Purged;
 
 /// How often each instance re-reads the signing keys, so a rotation done elsewhere (the CLI,
 /// another instance) is signed with and published here within this time.
