@@ -1,21 +1,25 @@
 #!/usr/bin/env bash
-# The benchmark suite: every scenario of BENCHMARKS.md on SQLite and on PostgreSQL, one table.
-# A release build on loopback; wrk (installed if missing) as the load, on the same two cores.
+# The benchmark suite: every scenario of BENCHMARKS.md on SQLite and on PostgreSQL, each on a
+# database of 1 000 and of 1 000 000 rows (accounts, sessions with their refresh tokens, contacts,
+# audit events: bench/seed.sh), one table with the sizes side by side. A release build on
+# loopback; wrk (installed if missing) as the load, on the same two cores.
 #
 #   bench/suite.sh              # prints the table and writes it into BENCHMARKS.md
 #   DURATION=5s bench/suite.sh  # shorter runs (default 10s)
+#   SIZES=1000 bench/suite.sh   # the small database only (default "1000 1000000")
 #   BENCH_POSTGRES_URL= bench/suite.sh   # SQLite only
 #
-# PostgreSQL: a database is created for the run on BENCH_POSTGRES_URL's server (default the local
-# one) and dropped afterwards.
+# PostgreSQL: a database is created for each size on BENCH_POSTGRES_URL's server (default the
+# local one) and dropped afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/common.sh
 source bench/common.sh
 DURATION=${DURATION:-10s}
+SIZES=${SIZES:-1000 1000000}
 SECONDS_EACH=${DURATION%s}
 POSTGRES=${BENCH_POSTGRES_URL-postgres://postgres@127.0.0.1:5432/postgres}
-ADDR=127.0.0.1:18090
+ADDR=127.0.0.1:18190
 BASE=http://$ADDR
 PASSWORD='correct horse battery staple'
 
@@ -46,7 +50,8 @@ peak() { awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/"$SERVER"/status; }
 reset_peak() { echo 5 > /proc/"$SERVER"/clear_refs 2>/dev/null || true; }
 
 ROWS=$WORK/rows
-row() { echo "$1|$2|$3" >>"$ROWS"; }   # scenario|backend|"req/s|p50|p99|errors|peak MiB|note"
+# scenario|backend|size|"req/s|p50|p99|errors|peak MiB|note"; SIZE is the database's, set by run.
+row() { echo "$1|$2|$SIZE|$3" >>"$ROWS"; }
 
 start() {
   local out
@@ -65,7 +70,7 @@ bench() {
   sleep 1
   idle=$(rss)
   row "start to ready (existing database)" "$backend" "||||| ${STARTUP_MS} ms"
-  row "memory, idle" "$backend" "|||||${idle}|"
+  row "memory, idle" "$backend" "||||${idle}|"
 
   local access auth
   access=$(curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
@@ -76,17 +81,20 @@ bench() {
       -d "{\"fullName\":\"Contact $i\",\"email\":\"c$i@example.com\",\"company\":\"Acme\"}" >/dev/null
   done
   python3 bench/tools.py tokens $BASE 10000 "$WORK/tokens"
-  for i in $(seq 1 8); do
-    curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
-      -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}" | jq -r .data.refreshToken
-  done >"$WORK/refresh"
+  for n in 8 32; do
+    for i in $(seq 1 $n); do
+      curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
+        -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}" | jq -r .data.refreshToken
+    done >"$WORK/refresh-$n"
+  done
   python3 bench/tools.py twofactor $BASE 150 >"$WORK/twofactor"
 
   reset_peak; row "healthz" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" $BASE/healthz)|$(peak)|"
   reset_peak; row "readyz (one database round trip, no auth)" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" $BASE/readyz)|$(peak)|reference"
   reset_peak; row "contacts" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" -H "$auth" $BASE/api/v1/crm/contacts)|$(peak)|"
   reset_peak; row "contacts-many-tokens" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" -s bench/many-tokens.lua $BASE -- "$WORK/tokens")|$(peak)|10 000 tokens"
-  reset_peak; row "refresh" "$backend" "$(wrk_fields -t8 -c8 -d"$DURATION" -s bench/refresh.lua $BASE -- "$WORK/refresh")|$(peak)|chained, 8 connections"
+  reset_peak; row "refresh" "$backend" "$(wrk_fields -t8 -c8 -d"$DURATION" -s bench/refresh.lua $BASE -- "$WORK/refresh-8")|$(peak)|chained, 8 connections"
+  reset_peak; row "refresh-32" "$backend" "$(wrk_fields -t32 -c32 -d"$DURATION" -s bench/refresh.lua $BASE -- "$WORK/refresh-32")|$(peak)|chained, 32 connections"
   reset_peak; row "login" "$backend" "$(wrk_fields -t2 -c8 -d"$DURATION" -s bench/login.lua $BASE/api/v1/auth/login)|$(peak)|"
   reset_peak
   local flows
@@ -103,40 +111,46 @@ bench() {
 }
 
 : >"$ROWS"
-export GATEHOUSE_DATABASE_URL=sqlite://$WORK/gatehouse.db
-unset GATEHOUSE_MASTER_KEY
-bench sqlite
+# A fresh database of SIZE rows of each kind (migrated, seeded, analysed), then the scenarios.
+for SIZE in $SIZES; do
+  export GATEHOUSE_DATABASE_URL=sqlite://$WORK/gatehouse-$SIZE.db
+  unset GATEHOUSE_MASTER_KEY
+  "$BIN" migrate 2>/dev/null
+  bench/seed.sh "$GATEHOUSE_DATABASE_URL" "$SIZE"
+  bench sqlite
+  rm -f "$WORK"/gatehouse-"$SIZE".db*
 
-if [ -n "$POSTGRES" ]; then
-  PGDB=gatehouse_suite_$$
-  psql -q "$POSTGRES" -c "CREATE DATABASE $PGDB" >/dev/null
-  export GATEHOUSE_DATABASE_URL=${POSTGRES%/*}/$PGDB
-  export GATEHOUSE_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
-  bench postgres
-fi
+  if [ -n "$POSTGRES" ]; then
+    PGDB=gatehouse_suite_$$_$SIZE
+    psql -q "$POSTGRES" -c "CREATE DATABASE $PGDB" >/dev/null
+    export GATEHOUSE_DATABASE_URL=${POSTGRES%/*}/$PGDB
+    export GATEHOUSE_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
+    "$BIN" migrate 2>/dev/null
+    bench/seed.sh "$GATEHOUSE_DATABASE_URL" "$SIZE"
+    bench postgres
+    psql -q "$POSTGRES" -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null
+    PGDB=
+  fi
+done
 
 CORES=$(nproc)
 ARGON2=$(python3 bench/tools.py argon2 "$SECONDS_EACH" "$CORES")
 
 TABLE=$WORK/table
-{
-  echo "| scenario | backend | requests/s | p50 | p99 | errors | peak RSS MiB | note |"
-  echo "|---|---|---|---|---|---|---|---|"
-  while IFS='|' read -r scenario backend rps p50 p99 errors peak note; do
-    echo "| $scenario | $backend | $rps | $p50 | $p99 | $errors | $peak | $note |"
-  done <"$ROWS"
-  echo "| libargon2 reference (argon2-cffi, m=19 MiB t=2 p=1, $CORES processes) | – | $ARGON2 hashes/s | | | | | |"
-} >"$TABLE"
+python3 bench/tools.py table "$ROWS" "$SIZES" >"$TABLE"
+echo "| libargon2 reference (argon2-cffi, m=19 MiB t=2 p=1, $CORES processes) | – | $ARGON2 hashes/s | | | | | | | | |" >>"$TABLE"
 cat "$TABLE"
 
 # Into BENCHMARKS.md, between the suite markers, with the machine and the command.
 MACHINE="$(nproc) vCPU ($(awk -F': ' '/model name/ {print $2; exit}' /proc/cpuinfo)), $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), Linux $(uname -r); wrk $(wrk -v 2>&1 | awk 'NR==1 {print $2}' || true) on the same cores"
 {
   echo "<!-- suite:start -->"
-  echo "Run of $(date -u +%Y-%m-%d) on $MACHINE, $DURATION per scenario:"
+  echo "Run of $(date -u +%Y-%m-%d) on $MACHINE, $DURATION per scenario. The machine is shared:"
+  echo "other work (builds, tests, other benchmarks) may have run at the same time, so a figure"
+  echo "that looks off is repeated and the repeat noted below the table."
   echo
   echo '```sh'
-  echo "bench/suite.sh"
+  echo "SIZES=\"$SIZES\" DURATION=$DURATION bench/suite.sh"
   echo '```'
   echo
   cat "$TABLE"

@@ -8,6 +8,9 @@
   tools.py tokens BASE N FILE   N distinct valid access tokens (chained refreshes of 8 sessions)
   tools.py twofactor BASE N     N accounts with 2FA; prints "email code" lines, ten recovery codes
                                 each (the password is the suite's)
+  tools.py table ROWS SIZES     the suite's Markdown table from its rows file
+                                (scenario|backend|size|req/s|p50|p99|errors|peak MiB|note), one
+                                row per scenario and backend, the database sizes side by side
 """
 import http.client, json, multiprocessing, os, socket, subprocess, sys, time, urllib.parse
 
@@ -113,6 +116,48 @@ def twofactor(base, n):
             print(email, code)
 
 
+def size_name(size):
+    return f"{int(size):,}".replace(",", " ")
+
+
+def table(rows_path, sizes):
+    sizes = sizes.split()
+    cells, order = {}, []
+    for line in open(rows_path):
+        scenario, backend, size, *rest = line.rstrip("\n").split("|")
+        key = (scenario, backend)
+        if key not in cells:
+            cells[key] = {}
+            order.append(key)
+        cells[key][size] = rest
+    head = ["scenario", "backend"]
+    for size in sizes:
+        head += [f"{size_name(size)} rows: req/s", "p50", "p99", "errors", "peak MiB"]
+    if len(sizes) > 1:
+        head.append(f"{size_name(sizes[-1])} vs {size_name(sizes[0])}")
+    head.append("note")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for key in order:
+        out, notes, values = list(key), [], []
+        for size in sizes:
+            rps, p50, p99, errors, peak, note = ((cells[key].get(size) or []) + [""] * 6)[:6]
+            # Start-up time and idle memory have one figure, in the note or the peak column.
+            figure = rps or peak or note.strip().removesuffix(" ms")
+            try:
+                values.append(float(figure))
+            except ValueError:
+                values.append(None)
+            out += [rps or note.strip(), p50, p99, errors, peak]
+            if note.strip() and rps:
+                notes.append(note.strip())
+        if len(sizes) > 1:
+            first, last = values[0], values[-1]
+            out.append(f"{(last / first - 1) * 100:+.0f} %" if first and last else "")
+        out.append(notes[0] if notes else "")
+        print("| " + " | ".join(out) + " |")
+
+
 if __name__ == "__main__":
     verb = sys.argv[1]
     if verb == "ready":
@@ -121,6 +166,8 @@ if __name__ == "__main__":
         argon2_rate(float(sys.argv[2]), int(sys.argv[3]))
     elif verb == "tokens":
         tokens(sys.argv[2], int(sys.argv[3]), sys.argv[4])
+    elif verb == "table":
+        table(sys.argv[2], sys.argv[3])
     elif verb == "twofactor":
         twofactor(sys.argv[2], int(sys.argv[3]))
     else:

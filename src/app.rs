@@ -18,7 +18,7 @@ use crate::http::{self, AppState};
 use crate::private_files;
 use crate::server;
 use crate::services::{Services, key_file_path};
-use crate::store::sessions::Purged;
+use crate::store::purge::Purged;
 
 /// How often each instance re-reads the signing keys, so a rotation done elsewhere (the CLI,
 /// another instance) is signed with and published here within this time.

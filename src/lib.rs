@@ -26,4 +26,4 @@ pub mod telemetry;
 
 pub use app::{Application, Handle};
 pub use clock::Clock;
-pub use store::sessions::Purged;
+pub use store::purge::Purged;

@@ -1,12 +1,27 @@
-//! Deleting what no request can need any more, every `HOUSEKEEPING_INTERVAL` on each instance.
+//! Deleting what no request can need any more, every `HOUSEKEEPING_INTERVAL` on each instance
+//! (and on demand with `gatehouse housekeep`), in batches that never hold the database long.
+
+use std::time::Duration;
 
 use super::AuthService;
 use crate::error::Result;
-use crate::store::sessions::Purged;
+use crate::store::purge::{Purge, Purged};
 
 /// A consumed refresh-token record is kept this long past the grace window, so that a racing
 /// refresh still finds it however slowly it arrives.
 const CONSUMED_RECORD_MARGIN_MS: i64 = 60_000;
+
+/// What one batch should take. SQLite has one writer: a login or refresh arriving during a batch
+/// waits for it, so a batch is kept far below the 50 ms that such a call may be delayed by.
+const BATCH_TARGET: Duration = Duration::from_millis(10);
+/// Rows in the first batch, and the bounds of later ones (sized by how long the last one took).
+const FIRST_BATCH: i64 = 500;
+const MIN_BATCH: i64 = 50;
+const MAX_BATCH: i64 = 20_000;
+/// Pause between batches, so that writers waiting for the database get it in between: in this
+/// process they queue for the write connection; in another (SQLite, a server beside the CLI) they
+/// poll in SQLite's busy handler, whose first retries come within 33 ms.
+const BATCH_PAUSE: Duration = Duration::from_millis(20);
 
 impl AuthService {
     /// Sessions lapsed or revoked longer ago than any access token lives, refresh-token records
@@ -14,18 +29,69 @@ impl AuthService {
     /// `already_rotated`), expired challenges, idle throttle state, audit events past retention.
     pub async fn housekeep(&self) -> Result<Purged> {
         let now = self.clock.now_ms();
+        let ended_before = now - self.live.horizon_ms();
         let grace = self.settings.reuse_grace.as_millis() as i64;
-        let mut purged = self
-            .store
-            .purge(
-                now,
-                now - self.live.horizon_ms(),
-                now - grace - CONSUMED_RECORD_MARGIN_MS,
-            )
-            .await?;
-        purged.throttles = self.throttle.housekeep(now).await?;
+        let consumed_before = now - grace - CONSUMED_RECORD_MARGIN_MS;
         let retention = self.settings.audit_retention.as_millis() as i64;
-        purged.audit_events = self.store.purge_events(now - retention).await?;
-        Ok(purged)
+        self.throttle.forget_idle(now);
+        let mut p = Purged::default();
+        let longest = &mut p.longest_batch;
+        p.sessions = self
+            .purge(Purge::LapsedSessions, ended_before, longest)
+            .await?
+            + self
+                .purge(Purge::RevokedSessions, ended_before, longest)
+                .await?;
+        p.refresh_tokens =
+            (self.purge(Purge::ConsumedRefreshTokens, consumed_before, longest)).await?;
+        p.challenges = self.purge(Purge::ExpiredChallenges, now, longest).await?;
+        p.throttles = self.purge(Purge::IdleThrottles, now, longest).await?;
+        p.audit_events = (self.purge(Purge::OldAuditEvents, now - retention, longest)).await?;
+        Ok(p)
+    }
+
+    /// Deletes every row of `kind` older than `before`, a batch at a time, until a batch comes
+    /// back short. Each batch is sized from how long the previous one took (rows differ in width
+    /// and indexes, machines in speed), and a pause follows each full batch.
+    /// `longest` keeps the longest batch seen.
+    async fn purge(&self, kind: Purge, before: i64, longest: &mut Duration) -> Result<u64> {
+        let mut limit = FIRST_BATCH;
+        let mut total = 0;
+        loop {
+            let (deleted, took) = self.store.purge_batch(kind, before, limit).await?;
+            *longest = (*longest).max(took);
+            total += deleted;
+            if deleted < limit as u64 {
+                return Ok(total);
+            }
+            limit = next_batch(limit, took);
+            tokio::time::sleep(BATCH_PAUSE).await;
+        }
+    }
+}
+
+/// The next batch's size: doubled while batches take under half the target, halved when one
+/// takes over twice the target.
+fn next_batch(limit: i64, took: Duration) -> i64 {
+    if took < BATCH_TARGET / 2 {
+        (limit * 2).min(MAX_BATCH)
+    } else if took > BATCH_TARGET * 2 {
+        (limit / 2).max(MIN_BATCH)
+    } else {
+        limit
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batches_follow_their_duration_within_bounds() {
+        assert_eq!(next_batch(500, Duration::from_millis(1)), 1000);
+        assert_eq!(next_batch(500, Duration::from_millis(10)), 500);
+        assert_eq!(next_batch(500, Duration::from_millis(40)), 250);
+        assert_eq!(next_batch(MAX_BATCH, Duration::ZERO), MAX_BATCH);
+        assert_eq!(next_batch(MIN_BATCH, Duration::from_secs(1)), MIN_BATCH);
     }
 }

@@ -159,11 +159,11 @@ impl Throttle {
         Ok(())
     }
 
-    /// Forgets what no longer limits anyone.
-    pub async fn housekeep(&self, now: i64) -> Result<u64> {
+    /// Forgets the addresses that no longer limit anyone; the accounts' state in the database is
+    /// purged by housekeeping with the other tables (`auth::housekeeping`).
+    pub fn forget_idle(&self, now: i64) {
         self.addresses.forget_idle(now);
         self.registrations_by_address.forget_idle(now);
-        self.store.purge_throttles(now).await
     }
 }
 

@@ -64,14 +64,4 @@ impl Store {
             query.fetch_all(pool).await
         })
     }
-
-    /// Deletes events older than `before`.
-    pub async fn purge_events(&self, before: i64) -> Result<u64> {
-        let sql = "DELETE FROM audit_events WHERE at < $1";
-        on_write_pool!(self, |pool| sqlx::query(sql)
-            .bind(before)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))
-    }
 }

@@ -6,6 +6,15 @@ use uuid::Uuid;
 use super::{Store, on_pool, on_write_pool};
 use crate::error::Result;
 
+// Query texts of the 2FA step, shared with the plan tests (`store::plans`).
+pub(super) const CHALLENGE_USER: &str = "SELECT user_id FROM temp_tokens \
+     WHERE token_hash = $1 AND used_at IS NULL AND attempts < $2 AND expires_at > $3";
+pub(super) const TAKE_CHALLENGE_ATTEMPT: &str = "UPDATE temp_tokens SET attempts = attempts + 1 \
+     WHERE token_hash = $1 AND used_at IS NULL AND attempts < $2 AND expires_at > $3 \
+     RETURNING user_id, attempts";
+pub(super) const COMPLETE_CHALLENGE: &str =
+    "UPDATE temp_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL";
+
 impl Store {
     pub async fn insert_challenge(
         &self,
@@ -30,9 +39,7 @@ impl Store {
         max_attempts: i64,
         now: i64,
     ) -> Result<Option<Uuid>> {
-        let sql = "SELECT user_id FROM temp_tokens \
-                   WHERE token_hash = $1 AND used_at IS NULL AND attempts < $2 AND expires_at > $3";
-        on_pool!(self, |pool| sqlx::query_scalar(sql)
+        on_pool!(self, |pool| sqlx::query_scalar(CHALLENGE_USER)
             .bind(&token_hash[..])
             .bind(max_attempts)
             .bind(now)
@@ -50,10 +57,7 @@ impl Store {
         max_attempts: i64,
         now: i64,
     ) -> Result<Option<(Uuid, i64)>> {
-        let sql = "UPDATE temp_tokens SET attempts = attempts + 1 \
-                   WHERE token_hash = $1 AND used_at IS NULL AND attempts < $2 AND expires_at > $3 \
-                   RETURNING user_id, attempts";
-        on_write_pool!(self, |pool| sqlx::query_as(sql)
+        on_write_pool!(self, |pool| sqlx::query_as(TAKE_CHALLENGE_ATTEMPT)
             .bind(&token_hash[..])
             .bind(max_attempts)
             .bind(now)
@@ -64,8 +68,7 @@ impl Store {
     /// Uses up a challenge whose code was right; false if a racing request used it first, or it
     /// was ended meanwhile (a password change ends an account's challenges).
     pub async fn complete_challenge(&self, token_hash: &[u8; 32], now: i64) -> Result<bool> {
-        let sql = "UPDATE temp_tokens SET used_at = $2 WHERE token_hash = $1 AND used_at IS NULL";
-        let n = on_write_pool!(self, |pool| sqlx::query(sql)
+        let n = on_write_pool!(self, |pool| sqlx::query(COMPLETE_CHALLENGE)
             .bind(&token_hash[..])
             .bind(now)
             .execute(pool)

@@ -35,8 +35,39 @@ impl From<ContactRow> for Contact {
     }
 }
 
-const CONTACT_COLUMNS: &str =
-    "id, full_name, email, phone, company, notes, created_at, updated_at, version";
+/// The columns of `ContactRow`, as a literal so that query texts can be `concat!`ed consts.
+macro_rules! contact_columns {
+    () => {
+        "id, full_name, email, phone, company, notes, created_at, updated_at, version"
+    };
+}
+const CONTACT_COLUMNS: &str = contact_columns!();
+
+/// The list query, one text per shape (cursor or not, search or not; see `list_contacts`), shared
+/// with the plan tests (`store::plans`). `$1` the owner, then the cursor and the pattern where
+/// the shape has them, and the limit last.
+pub(super) const LIST_CONTACTS: &str = concat!(
+    "SELECT ",
+    contact_columns!(),
+    " FROM contacts WHERE owner_id = $1 ORDER BY id DESC LIMIT $2"
+);
+pub(super) const LIST_CONTACTS_AFTER: &str = concat!(
+    "SELECT ",
+    contact_columns!(),
+    " FROM contacts WHERE owner_id = $1 AND id < $2 ORDER BY id DESC LIMIT $3"
+);
+pub(super) const LIST_CONTACTS_SEARCH: &str = concat!(
+    "SELECT ",
+    contact_columns!(),
+    " FROM contacts WHERE owner_id = $1 AND search_text LIKE $2 ESCAPE '\\' \
+     ORDER BY id DESC LIMIT $3"
+);
+pub(super) const LIST_CONTACTS_SEARCH_AFTER: &str = concat!(
+    "SELECT ",
+    contact_columns!(),
+    " FROM contacts WHERE owner_id = $1 AND id < $2 AND search_text LIKE $3 ESCAPE '\\' \
+     ORDER BY id DESC LIMIT $4"
+);
 
 /// The fields a user sets, plus what is derived from them.
 pub struct ContactFields<'a> {
@@ -148,19 +179,14 @@ impl Store {
         // Only the conditions in use are written, so each of the four shapes gets its own plan:
         // with a generic `($2 IS NULL OR id < $2)` PostgreSQL cannot start the index scan at the
         // cursor and would walk the owner's newer contacts on every later page.
-        let mut sql = format!("SELECT {CONTACT_COLUMNS} FROM contacts WHERE owner_id = $1");
-        let mut n = 1;
-        if before.is_some() {
-            n += 1;
-            sql.push_str(&format!(" AND id < ${n}"));
-        }
-        if pattern.is_some() {
-            n += 1;
-            sql.push_str(&format!(" AND search_text LIKE ${n} ESCAPE '\\'"));
-        }
-        sql.push_str(&format!(" ORDER BY id DESC LIMIT ${}", n + 1));
+        let sql = match (before.is_some(), pattern.is_some()) {
+            (false, false) => LIST_CONTACTS,
+            (true, false) => LIST_CONTACTS_AFTER,
+            (false, true) => LIST_CONTACTS_SEARCH,
+            (true, true) => LIST_CONTACTS_SEARCH_AFTER,
+        };
         let rows: Vec<ContactRow> = on_pool!(self, |pool| {
-            let mut query = sqlx::query_as(&sql).bind(owner);
+            let mut query = sqlx::query_as(sql).bind(owner);
             if let Some(before) = before {
                 query = query.bind(before);
             }

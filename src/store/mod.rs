@@ -6,32 +6,39 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection};
 
 use crate::error::{Error, Result};
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteSynchronous,
-};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteSynchronous};
+
+use pool::Pool;
 
 pub mod audit;
 pub mod challenges;
 pub mod contacts;
 pub mod keys;
+#[cfg(test)]
+mod plans;
+mod pool;
+pub mod purge;
 pub mod sessions;
 pub mod throttles;
 pub mod users;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
-/// Runs `$body` with `$pool` bound to the concrete pool, so the same query text and types serve
-/// both backends while each is compiled against its own driver (no `Any` row conversion). For
+/// Runs `$body` with `$pool` bound to a connection of the concrete driver (`&mut`, an executor;
+/// `&mut *pool` to use it more than once), so the same query text and types serve both backends
+/// while each is compiled against its own driver (no `Any` row conversion). For
 /// reads; what writes uses `on_write_pool!`. `$body` is a `Result<_, sqlx::Error>` (its `?` and
 /// `return` stay inside it); the driver's error becomes the service's.
 macro_rules! on_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.backend {
-            $crate::store::Backend::Sqlite { read: $pool, .. } => async { $body }.await,
-            $crate::store::Backend::Postgres($pool) => async { $body }.await,
+            $crate::store::Backend::Sqlite { read, .. } => {
+                $crate::store::on_conn!(read, $pool, $body)
+            }
+            $crate::store::Backend::Postgres(pool) => $crate::store::on_conn!(pool, $pool, $body),
         }
         .map_err($crate::store::db_error)
     };
@@ -45,27 +52,51 @@ pub(crate) use on_pool;
 macro_rules! on_write_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.backend {
-            $crate::store::Backend::Sqlite { write: $pool, .. } => async { $body }.await,
-            $crate::store::Backend::Postgres($pool) => async { $body }.await,
+            $crate::store::Backend::Sqlite { write, .. } => {
+                $crate::store::on_conn!(write, $pool, $body)
+            }
+            $crate::store::Backend::Postgres(pool) => $crate::store::on_conn!(pool, $pool, $body),
         }
         .map_err($crate::store::db_error)
     };
 }
 pub(crate) use on_write_pool;
 
+/// Runs `$body` with `$conn` bound to a connection of `$pool` (`&mut` the driver's connection, an
+/// executor), then gives the connection back, or drops it if the body broke it (`pool::Conn`).
+macro_rules! on_conn {
+    ($pool:expr, $conn:ident, $body:expr) => {
+        async {
+            let mut held = $pool.acquire().await?;
+            let result = async {
+                // `begin()` on the connection, for the bodies that open a transaction.
+                #[allow(unused_imports)]
+                use sqlx::Connection as _;
+                let $conn = &mut *held;
+                $body
+            }
+            .await;
+            held.settle(&result);
+            result
+        }
+        .await
+    };
+}
+pub(crate) use on_conn;
+
 #[derive(Clone, Debug)]
 pub(crate) enum Backend {
-    Sqlite { read: SqlitePool, write: SqlitePool },
-    Postgres(PgPool),
+    Sqlite {
+        read: Pool<SqliteConnection>,
+        write: Pool<SqliteConnection>,
+    },
+    Postgres(Pool<PgConnection>),
 }
 
 #[derive(Clone, Debug)]
 pub struct Store {
     pub(crate) backend: Backend,
 }
-
-/// How long a request waits for a connection before the database counts as unreachable (503).
-const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
 
 impl Store {
     /// Opens the pool; a SQLite file is created if missing.
@@ -79,26 +110,13 @@ impl Store {
                 .synchronous(SqliteSynchronous::Normal)
                 .busy_timeout(Duration::from_secs(5))
                 .foreign_keys(true);
-            let write = SqlitePoolOptions::new()
-                .max_connections(1)
-                .min_connections(1)
-                .acquire_timeout(ACQUIRE_TIMEOUT)
-                .connect_with(options.clone())
-                .await?;
-            let read = SqlitePoolOptions::new()
-                .max_connections(8)
-                .min_connections(1)
-                .acquire_timeout(ACQUIRE_TIMEOUT)
-                .connect_with(options.read_only(true))
-                .await?;
+            // The write pool first: it creates the file, which the read-only connections open.
+            let write = Pool::connect(options.clone(), 1).await?;
+            let read = Pool::connect(options.read_only(true), 8).await?;
             Backend::Sqlite { read, write }
         } else {
             let options = PgConnectOptions::from_str(url)?;
-            let pool = PgPoolOptions::new()
-                .max_connections(16)
-                .acquire_timeout(ACQUIRE_TIMEOUT)
-                .connect_with(options)
-                .await?;
+            let pool = Pool::connect(options, 16).await?;
             Backend::Postgres(pool)
         };
         Ok(Store { backend })
@@ -108,8 +126,8 @@ impl Store {
     /// together take turns).
     pub async fn migrate(&self) -> anyhow::Result<()> {
         match &self.backend {
-            Backend::Sqlite { write, .. } => MIGRATOR.run(write).await?,
-            Backend::Postgres(pool) => MIGRATOR.run(pool).await?,
+            Backend::Sqlite { write, .. } => MIGRATOR.run(&mut *write.acquire().await?).await?,
+            Backend::Postgres(pool) => MIGRATOR.run(&mut *pool.acquire().await?).await?,
         }
         Ok(())
     }
@@ -124,11 +142,11 @@ impl Store {
 
     /// Connections of the pool: (idle, in use).
     pub fn pool_use(&self) -> (u32, u32) {
-        let (idle, size) = match &self.backend {
-            Backend::Sqlite { read, .. } => (read.num_idle(), read.size()),
-            Backend::Postgres(pool) => (pool.num_idle(), pool.size()),
+        let (idle, in_use) = match &self.backend {
+            Backend::Sqlite { read, .. } => (read.idle(), read.in_use()),
+            Backend::Postgres(pool) => (pool.idle(), pool.in_use()),
         };
-        (idle as u32, size.saturating_sub(idle as u32))
+        (idle as u32, in_use as u32)
     }
 
     pub async fn close(&self) {
@@ -151,13 +169,28 @@ fn is_unique_violation(error: &sqlx::Error) -> bool {
 /// which the service rides out (503); anything else (a constraint we did not expect, bad SQL) is
 /// a bug (500).
 pub(crate) fn db_error(error: sqlx::Error) -> Error {
-    match &error {
-        sqlx::Error::PoolTimedOut
-        | sqlx::Error::PoolClosed
-        | sqlx::Error::Io(_)
+    if matches!(error, sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed)
+        || connection_lost(&error)
+    {
+        Error::Unavailable(error.into())
+    } else {
+        Error::Internal(error.into())
+    }
+}
+
+/// Whether `error` means the connection it came from is gone or unusable: a transport failure, or
+/// PostgreSQL saying so before it hangs up (SQLSTATE class 08, connection exception, and 57P,
+/// e.g. 57P01 "terminating connection due to administrator command", which an idle connection
+/// reads first after the server was stopped or restarted).
+pub(crate) fn connection_lost(error: &sqlx::Error) -> bool {
+    match error {
+        sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
         | sqlx::Error::Protocol(_)
-        | sqlx::Error::WorkerCrashed => Error::Unavailable(error.into()),
-        _ => Error::Internal(error.into()),
+        | sqlx::Error::WorkerCrashed => true,
+        sqlx::Error::Database(e) => e
+            .code()
+            .is_some_and(|code| code.starts_with("08") || code.starts_with("57P")),
+        _ => false,
     }
 }

@@ -33,8 +33,12 @@ impl From<SessionRow> for Session {
     }
 }
 
-const SESSION_COLUMNS: &str =
-    "id, user_id, amr, ip, user_agent, created_at, last_used_at, revoked_at";
+/// The columns of `SessionRow`, as a literal so that query texts can be `concat!`ed consts.
+macro_rules! session_columns {
+    () => {
+        "id, user_id, amr, ip, user_agent, created_at, last_used_at, revoked_at"
+    };
+}
 
 #[derive(sqlx::FromRow)]
 struct RefreshRow {
@@ -57,7 +61,115 @@ impl From<RefreshRow> for RefreshRecord {
     }
 }
 
-const REFRESH_COLUMNS: &str = "jti, session_id, issued_at, expires_at, consumed_at";
+/// The columns of `RefreshRow` (see `session_columns!`).
+macro_rules! refresh_columns {
+    () => {
+        "jti, session_id, issued_at, expires_at, consumed_at"
+    };
+}
+
+// The query texts of the hot paths are module-level consts: the plan tests (`store::plans`) run
+// EXPLAIN on these very texts.
+pub(super) const SESSION_BY_ID: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    " FROM sessions WHERE id = $1"
+);
+pub(super) const INSERT_REFRESH: &str =
+    "INSERT INTO refresh_tokens (jti, session_id, issued_at, expires_at) VALUES ($1, $2, $3, $4)";
+
+// The rotation: the presented token ($1) is consumed at $2 if it is current, and only then is the
+// next one ($3, expiring at $4) recorded and the session touched. It is one round trip on each
+// database (see `rotate_refresh`): as a transaction of five statements, each a round trip to
+// PostgreSQL or a hand-off to the SQLite connection's worker thread (a futex wake-up each way), it
+// was bounded by those trips: on SQLite they all fall within the one writer's lock.
+
+/// Consumes the presented token if it is current. A correlated EXISTS on the session's primary
+/// key: an `IN (SELECT …)` list was run by SQLite as a scan of every session on each refresh.
+macro_rules! rotate_consume {
+    () => {
+        "UPDATE refresh_tokens SET consumed_at = $2 \
+         WHERE jti = $1 AND consumed_at IS NULL AND expires_at > $2 \
+         AND EXISTS (SELECT 1 FROM sessions s \
+                     WHERE s.id = refresh_tokens.session_id AND s.revoked_at IS NULL)"
+    };
+}
+/// SQLite: the next token only if the presented one was consumed by the statement just before.
+macro_rules! rotate_insert_sqlite {
+    () => {
+        "INSERT INTO refresh_tokens (jti, session_id, issued_at, expires_at) \
+         SELECT $3, session_id, $2, $4 FROM refresh_tokens \
+         WHERE jti = $1 AND consumed_at = $2 AND changes() = 1"
+    };
+}
+/// SQLite: the session of the next token, if there is one.
+macro_rules! rotate_touch_sqlite {
+    () => {
+        concat!(
+            "UPDATE sessions SET last_used_at = $2, expires_at = $4 \
+             WHERE id = (SELECT session_id FROM refresh_tokens WHERE jti = $3) \
+             AND revoked_at IS NULL RETURNING ",
+            session_columns!()
+        )
+    };
+}
+/// SQLite: one script, run by the connection's worker in one hand-off. `BEGIN IMMEDIATE` takes the
+/// write lock first; between the statements nothing else can write, so the session that the
+/// first statement found unrevoked is still so in the third.
+const ROTATE_SQLITE: &str = concat!(
+    "BEGIN IMMEDIATE; ",
+    rotate_consume!(),
+    "; ",
+    rotate_insert_sqlite!(),
+    "; ",
+    rotate_touch_sqlite!(),
+    "; COMMIT"
+);
+/// The statements of `ROTATE_SQLITE`, for the plan tests.
+#[cfg(test)]
+pub(super) const ROTATE_SQLITE_STEPS: [&str; 3] = [
+    rotate_consume!(),
+    rotate_insert_sqlite!(),
+    rotate_touch_sqlite!(),
+];
+/// PostgreSQL: one statement whose parts run under one snapshot, atomically. The touch is checked
+/// again, not only in the consume: that UPDATE waits for a concurrent revocation of the session
+/// row and then re-reads it, so no token is minted for a session revoked while it was being
+/// refreshed (the consumed token of such a session stays consumed, which changes nothing: every
+/// use of it is refused with its session).
+pub(super) const ROTATE_POSTGRES: &str = concat!(
+    "WITH consumed AS (",
+    rotate_consume!(),
+    " RETURNING session_id), \
+     touched AS (UPDATE sessions SET last_used_at = $2, expires_at = $4 FROM consumed \
+                 WHERE sessions.id = consumed.session_id AND sessions.revoked_at IS NULL \
+                 RETURNING sessions.*), \
+     inserted AS (INSERT INTO refresh_tokens (jti, session_id, issued_at, expires_at) \
+                  SELECT $3, id, $2, $4 FROM touched) \
+     SELECT ",
+    session_columns!(),
+    " FROM touched"
+);
+pub(super) const REFRESH_BY_JTI: &str = concat!(
+    "SELECT ",
+    refresh_columns!(),
+    " FROM refresh_tokens WHERE jti = $1"
+);
+pub(super) const CURRENT_REFRESH: &str = concat!(
+    "SELECT ",
+    refresh_columns!(),
+    " FROM refresh_tokens WHERE session_id = $1 AND consumed_at IS NULL"
+);
+/// Served by the partial index `sessions_revoked`: `revoked_at >= $1` implies `IS NOT NULL`.
+pub(super) const REVOKED_SINCE: &str = "SELECT id, revoked_at FROM sessions WHERE revoked_at >= $1";
+pub(super) const ACTIVE_SESSIONS: &str = concat!(
+    "SELECT ",
+    session_columns!(),
+    " FROM sessions WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 \
+     ORDER BY last_used_at DESC, id DESC"
+);
+pub(super) const TOUCH_SESSION: &str =
+    "UPDATE sessions SET last_used_at = $2 WHERE id = $1 AND last_used_at < $2";
 
 pub struct NewSession<'a> {
     pub id: Uuid,
@@ -69,16 +181,6 @@ pub struct NewSession<'a> {
     /// The account's `auth_epoch` when the login's checks began: the session is opened only if it
     /// is still that, and the account is not disabled.
     pub auth_epoch: i64,
-}
-
-/// Rows deleted by one housekeeping pass.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Purged {
-    pub sessions: u64,
-    pub refresh_tokens: u64,
-    pub challenges: u64,
-    pub throttles: u64,
-    pub audit_events: u64,
 }
 
 /// Revokes every active session of `$user` but `$keep` inside the open transaction `$tx`, and
@@ -127,8 +229,6 @@ impl Store {
              expires_at) SELECT $1, id, $3, $4, $5, $6, $6, $7 FROM users \
              WHERE id = $2 AND disabled = FALSE AND auth_epoch = $8{lock}"
         );
-        let insert_refresh = "INSERT INTO refresh_tokens (jti, session_id, issued_at, expires_at) \
-                              VALUES ($1, $2, $3, $4)";
         let amr = s.amr.join(" ");
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
@@ -148,7 +248,7 @@ impl Store {
                 tx.rollback().await?;
                 return Ok(false);
             }
-            sqlx::query(insert_refresh)
+            sqlx::query(INSERT_REFRESH)
                 .bind(s.refresh.jti)
                 .bind(s.id)
                 .bind(s.refresh.issued_at)
@@ -161,8 +261,7 @@ impl Store {
     }
 
     pub async fn session(&self, id: Uuid) -> Result<Option<Session>> {
-        let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id = $1");
-        let row: Option<SessionRow> = on_pool!(self, |pool| sqlx::query_as(&sql)
+        let row: Option<SessionRow> = on_pool!(self, |pool| sqlx::query_as(SESSION_BY_ID)
             .bind(id)
             .fetch_optional(pool)
             .await)?;
@@ -174,60 +273,32 @@ impl Store {
     /// one finds a row to consume (PostgreSQL row lock; SQLite's single writer). Returns the
     /// session, or `None` if `jti` was not current (unknown, consumed, expired, session revoked).
     pub async fn rotate_refresh(&self, jti: Uuid, next: &RefreshRecord) -> Result<Option<Session>> {
-        let now = next.issued_at;
-        // A correlated EXISTS on the session's primary key: an `IN (SELECT …)` list was run by
-        // SQLite as a scan of every session on each refresh.
-        let consume = "UPDATE refresh_tokens SET consumed_at = $2 \
-                       WHERE jti = $1 AND consumed_at IS NULL AND expires_at > $2 \
-                       AND EXISTS (SELECT 1 FROM sessions s \
-                                   WHERE s.id = refresh_tokens.session_id AND s.revoked_at IS NULL) \
-                       RETURNING session_id";
-        let insert = "INSERT INTO refresh_tokens (jti, session_id, issued_at, expires_at) \
-                      VALUES ($1, $2, $3, $4)";
-        // Checked again here, not only in `consume`: this UPDATE waits for a concurrent revocation
-        // of the row and then sees it (PostgreSQL re-reads an updated row before changing it), so
-        // no token is minted for a session revoked while it was being refreshed.
-        let touch = format!(
-            "UPDATE sessions SET last_used_at = $2, expires_at = $3 \
-             WHERE id = $1 AND revoked_at IS NULL RETURNING {SESSION_COLUMNS}"
-        );
+        let (sql, sqlite) = match self.backend {
+            Backend::Sqlite { .. } => (ROTATE_SQLITE, true),
+            Backend::Postgres(_) => (ROTATE_POSTGRES, false),
+        };
         let session: Option<SessionRow> = on_write_pool!(self, |pool| {
-            let mut tx = pool.begin().await?;
-            let consumed: Option<Uuid> = sqlx::query_scalar(consume)
+            // `fetch_all`, not `fetch_optional`: that one would stop SQLite's script at its first
+            // row, before the COMMIT.
+            let rotated: Result<Vec<SessionRow>, _> = sqlx::query_as(sql)
                 .bind(jti)
-                .bind(now)
-                .fetch_optional(&mut *tx)
-                .await?;
-            let Some(session_id) = consumed else {
-                tx.rollback().await?;
-                return Ok(None);
-            };
-            sqlx::query(insert)
-                .bind(next.jti)
-                .bind(session_id)
                 .bind(next.issued_at)
+                .bind(next.jti)
                 .bind(next.expires_at)
-                .execute(&mut *tx)
-                .await?;
-            let session: Option<SessionRow> = sqlx::query_as(&touch)
-                .bind(session_id)
-                .bind(now)
-                .bind(next.expires_at)
-                .fetch_optional(&mut *tx)
-                .await?;
-            if session.is_none() {
-                tx.rollback().await?;
-                return Ok(None);
+                .fetch_all(&mut *pool)
+                .await;
+            if sqlite && rotated.is_err() {
+                // A statement failed inside the script's transaction: end it here, since the
+                // driver does not know that the script opened one.
+                let _ = sqlx::query("ROLLBACK").execute(&mut *pool).await;
             }
-            tx.commit().await?;
-            Ok(session)
+            rotated.map(|rows| rows.into_iter().next())
         })?;
         Ok(session.map(Session::from))
     }
 
     pub async fn refresh_token(&self, jti: Uuid) -> Result<Option<RefreshRecord>> {
-        let sql = format!("SELECT {REFRESH_COLUMNS} FROM refresh_tokens WHERE jti = $1");
-        let row: Option<RefreshRow> = on_pool!(self, |pool| sqlx::query_as(&sql)
+        let row: Option<RefreshRow> = on_pool!(self, |pool| sqlx::query_as(REFRESH_BY_JTI)
             .bind(jti)
             .fetch_optional(pool)
             .await)?;
@@ -236,10 +307,7 @@ impl Store {
 
     /// The session's one unconsumed refresh token.
     pub async fn current_refresh_token(&self, session_id: Uuid) -> Result<Option<RefreshRecord>> {
-        let sql = format!(
-            "SELECT {REFRESH_COLUMNS} FROM refresh_tokens WHERE session_id = $1 AND consumed_at IS NULL"
-        );
-        let row: Option<RefreshRow> = on_pool!(self, |pool| sqlx::query_as(&sql)
+        let row: Option<RefreshRow> = on_pool!(self, |pool| sqlx::query_as(CURRENT_REFRESH)
             .bind(session_id)
             .fetch_optional(pool)
             .await)?;
@@ -330,8 +398,7 @@ impl Store {
 
     /// Sessions revoked at or after `since`, with the time of their revocation.
     pub async fn revoked_since(&self, since: i64) -> Result<Vec<(Uuid, i64)>> {
-        let sql = "SELECT id, revoked_at FROM sessions WHERE revoked_at >= $1";
-        on_pool!(self, |pool| sqlx::query_as(sql)
+        on_pool!(self, |pool| sqlx::query_as(REVOKED_SINCE)
             .bind(since)
             .fetch_all(pool)
             .await)
@@ -339,12 +406,7 @@ impl Store {
 
     /// A user's live sessions, the most recently used first.
     pub async fn active_sessions(&self, user_id: Uuid, now: i64) -> Result<Vec<Session>> {
-        let sql = format!(
-            "SELECT {SESSION_COLUMNS} FROM sessions \
-             WHERE user_id = $1 AND revoked_at IS NULL AND expires_at > $2 \
-             ORDER BY last_used_at DESC, id DESC"
-        );
-        let rows: Vec<SessionRow> = on_pool!(self, |pool| sqlx::query_as(&sql)
+        let rows: Vec<SessionRow> = on_pool!(self, |pool| sqlx::query_as(ACTIVE_SESSIONS)
             .bind(user_id)
             .bind(now)
             .fetch_all(pool)
@@ -354,46 +416,16 @@ impl Store {
 
     /// Records when sessions were last used, in one transaction; a time never moves back.
     pub async fn touch_sessions(&self, used: &[(Uuid, i64)]) -> Result<()> {
-        let sql = "UPDATE sessions SET last_used_at = $2 WHERE id = $1 AND last_used_at < $2";
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             for (id, at) in used {
-                sqlx::query(sql).bind(id).bind(at).execute(&mut *tx).await?;
+                sqlx::query(TOUCH_SESSION)
+                    .bind(id)
+                    .bind(at)
+                    .execute(&mut *tx)
+                    .await?;
             }
             tx.commit().await
-        })
-    }
-
-    /// Deletes what can no longer matter: sessions lapsed or revoked before `ended_before` (their
-    /// refresh tokens go with them), refresh tokens consumed before `consumed_before`, and
-    /// challenges that have expired.
-    pub async fn purge(&self, now: i64, ended_before: i64, consumed_before: i64) -> Result<Purged> {
-        let sessions = "DELETE FROM sessions WHERE expires_at < $1 OR revoked_at < $1";
-        let refresh = "DELETE FROM refresh_tokens WHERE consumed_at < $1";
-        let challenges = "DELETE FROM temp_tokens WHERE expires_at < $1";
-        on_write_pool!(self, |pool| {
-            let sessions = sqlx::query(sessions)
-                .bind(ended_before)
-                .execute(pool)
-                .await?
-                .rows_affected();
-            let refresh_tokens = sqlx::query(refresh)
-                .bind(consumed_before)
-                .execute(pool)
-                .await?
-                .rows_affected();
-            let challenges = sqlx::query(challenges)
-                .bind(now)
-                .execute(pool)
-                .await?
-                .rows_affected();
-            Ok(Purged {
-                sessions,
-                refresh_tokens,
-                challenges,
-                throttles: 0,
-                audit_events: 0,
-            })
         })
     }
 }

@@ -3,6 +3,14 @@
 use super::{Store, on_pool, on_write_pool};
 use crate::error::Result;
 
+// Query texts of every login, shared with the plan tests (`store::plans`).
+pub(super) const TAKE_THROTTLE_SLOT: &str = "INSERT INTO throttles (key, tat) VALUES ($1, $2 + $3) \
+     ON CONFLICT (key) DO UPDATE \
+     SET tat = (CASE WHEN throttles.tat > $2 THEN throttles.tat ELSE $2 END) + $3 \
+     WHERE throttles.tat - $2 <= $4 \
+     RETURNING tat";
+pub(super) const RETURN_THROTTLE_SLOT: &str = "UPDATE throttles SET tat = tat - $2 WHERE key = $1";
+
 impl Store {
     /// Takes one slot of `key`'s allowance if it has one: moves its arrival time one `interval`
     /// later unless that time is more than `tolerance` ahead of `now`. In one statement, so racing
@@ -14,25 +22,20 @@ impl Store {
         interval: i64,
         tolerance: i64,
     ) -> Result<bool> {
-        let sql = "INSERT INTO throttles (key, tat) VALUES ($1, $2 + $3) \
-                   ON CONFLICT (key) DO UPDATE \
-                   SET tat = (CASE WHEN throttles.tat > $2 THEN throttles.tat ELSE $2 END) + $3 \
-                   WHERE throttles.tat - $2 <= $4 \
-                   RETURNING tat";
-        let taken: Option<i64> = on_write_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(key)
-            .bind(now)
-            .bind(interval)
-            .bind(tolerance)
-            .fetch_optional(pool)
-            .await)?;
+        let taken: Option<i64> =
+            on_write_pool!(self, |pool| sqlx::query_scalar(TAKE_THROTTLE_SLOT)
+                .bind(key)
+                .bind(now)
+                .bind(interval)
+                .bind(tolerance)
+                .fetch_optional(pool)
+                .await)?;
         Ok(taken.is_some())
     }
 
     /// Gives back a slot taken for an attempt that succeeded.
     pub async fn return_throttle_slot(&self, key: &str, interval: i64) -> Result<()> {
-        let sql = "UPDATE throttles SET tat = tat - $2 WHERE key = $1";
-        on_write_pool!(self, |pool| sqlx::query(sql)
+        on_write_pool!(self, |pool| sqlx::query(RETURN_THROTTLE_SLOT)
             .bind(key)
             .bind(interval)
             .execute(pool)
@@ -47,15 +50,5 @@ impl Store {
             .bind(key)
             .fetch_optional(pool)
             .await)
-    }
-
-    /// Deletes keys whose arrival time has passed: they hold no state.
-    pub async fn purge_throttles(&self, now: i64) -> Result<u64> {
-        let sql = "DELETE FROM throttles WHERE tat < $1";
-        on_write_pool!(self, |pool| sqlx::query(sql)
-            .bind(now)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()))
     }
 }

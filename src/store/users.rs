@@ -39,8 +39,27 @@ impl From<UserRow> for User {
     }
 }
 
-const USER_COLUMNS: &str = "id, email, email_normalized, full_name, password_hash, disabled, \
-     totp_secret, totp_pending, auth_epoch, second_factor_blocked_until, created_at";
+/// The columns of `UserRow`, as a literal so that query texts can be `concat!`ed consts.
+macro_rules! user_columns {
+    () => {
+        "id, email, email_normalized, full_name, password_hash, disabled, totp_secret, \
+         totp_pending, auth_epoch, second_factor_blocked_until, created_at"
+    };
+}
+
+// Hot-path query texts, shared with the plan tests (`store::plans`).
+pub(super) const USER_BY_EMAIL: &str = concat!(
+    "SELECT ",
+    user_columns!(),
+    " FROM users WHERE email_normalized = $1"
+);
+pub(super) const USER_BY_ID: &str =
+    concat!("SELECT ", user_columns!(), " FROM users WHERE id = $1");
+const ALL_USERS: &str = concat!(
+    "SELECT ",
+    user_columns!(),
+    " FROM users ORDER BY created_at, email_normalized"
+);
 
 pub struct NewUser<'a> {
     pub id: Uuid,
@@ -93,8 +112,7 @@ impl Store {
     }
 
     pub async fn user_by_email(&self, email_normalized: &str) -> Result<Option<User>> {
-        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE email_normalized = $1");
-        let row: Option<UserRow> = on_pool!(self, |pool| sqlx::query_as(&sql)
+        let row: Option<UserRow> = on_pool!(self, |pool| sqlx::query_as(USER_BY_EMAIL)
             .bind(email_normalized)
             .fetch_optional(pool)
             .await)?;
@@ -102,8 +120,7 @@ impl Store {
     }
 
     pub async fn user_by_id(&self, id: Uuid) -> Result<Option<User>> {
-        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
-        let row: Option<UserRow> = on_pool!(self, |pool| sqlx::query_as(&sql)
+        let row: Option<UserRow> = on_pool!(self, |pool| sqlx::query_as(USER_BY_ID)
             .bind(id)
             .fetch_optional(pool)
             .await)?;
@@ -111,8 +128,8 @@ impl Store {
     }
 
     pub async fn list_users(&self) -> Result<Vec<User>> {
-        let sql = format!("SELECT {USER_COLUMNS} FROM users ORDER BY created_at, email_normalized");
-        let rows: Vec<UserRow> = on_pool!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await)?;
+        let rows: Vec<UserRow> =
+            on_pool!(self, |pool| sqlx::query_as(ALL_USERS).fetch_all(pool).await)?;
         Ok(rows.into_iter().map(User::from).collect())
     }
 

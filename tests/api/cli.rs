@@ -11,6 +11,7 @@ both_backends!(
     disable_ends_every_session_and_enable_restores_login,
     set_password_and_reset_2fa,
     key_rotation_reaches_the_running_service,
+    housekeep_runs_one_pass_and_says_what_it_deleted,
 );
 
 fn stdout(output: &std::process::Output) -> String {
@@ -594,4 +595,41 @@ fn the_readme_settings_example_is_valid_and_complete() {
             "{key} is missing from the example"
         );
     }
+}
+
+async fn housekeep_runs_one_pass_and_says_what_it_deleted(backend: Backend) {
+    let app = spawn_app(backend).await;
+    // 1 234 audit events from 1970, far past retention: more than one batch (500 rows first),
+    // and two recent ones that stay.
+    let id = if app.db.url.starts_with("sqlite:") {
+        "randomblob(16)"
+    } else {
+        "gen_random_uuid()"
+    };
+    app.execute(&format!(
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 1236) \
+         INSERT INTO audit_events (id, at, event) \
+         SELECT {id}, CASE WHEN i > 1234 THEN {} ELSE i END, 'login.succeeded' FROM n",
+        app.now_seconds() * 1000
+    ))
+    .await;
+    let output = app.cli(&["housekeep"], None);
+    assert!(output.status.success(), "{}", stderr(&output));
+    let out = stdout(&output);
+    assert!(
+        out.starts_with("deleted 0 sessions, 0 refresh-token records, 0 challenges, ")
+            && out.contains(", 1234 audit events in ")
+            && out.contains("longest batch"),
+        "{out:?}"
+    );
+    let old: i64 = app
+        .scalar("SELECT COUNT(*) FROM audit_events WHERE at <= 1234")
+        .await;
+    let recent: i64 = app
+        .scalar("SELECT COUNT(*) FROM audit_events WHERE at > 1234")
+        .await;
+    assert_eq!((old, recent), (0, 2));
+    // Hidden from the help, which lists what most operators need.
+    let help = stdout(&app.cli(&["--help"], None));
+    assert!(!help.contains("housekeep"), "{help}");
 }

@@ -1,0 +1,134 @@
+//! Housekeeping's deletes, a batch at a time. One statement deletes at most `limit` rows chosen by
+//! an indexed, LIMITed subquery, in its own short transaction: SQLite has one writer, and a single
+//! `DELETE` of a million rows would hold it (and every login and refresh behind it) for seconds.
+//! The caller (`auth::housekeeping`) repeats a batch until one comes back short, sizing the batches
+//! by how long they take and pausing between them so that waiting writers get their turn.
+
+use std::time::{Duration, Instant};
+
+use super::{Backend, Store, on_write_pool};
+use crate::error::Result;
+
+/// Rows deleted by one housekeeping pass.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Purged {
+    pub sessions: u64,
+    pub refresh_tokens: u64,
+    pub challenges: u64,
+    pub throttles: u64,
+    pub audit_events: u64,
+    /// The longest single batch: the longest the pass held the database's writer (SQLite).
+    pub longest_batch: Duration,
+}
+
+/// A kind of row that housekeeping deletes once it is older than a cut-off.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Purge {
+    /// Sessions whose refresh token lapsed (their refresh tokens go with them: ON DELETE CASCADE).
+    LapsedSessions,
+    /// Sessions revoked before the cut-off.
+    RevokedSessions,
+    /// Refresh-token records consumed before the cut-off.
+    ConsumedRefreshTokens,
+    /// 2FA challenges expired before the cut-off.
+    ExpiredChallenges,
+    /// Throttle keys whose arrival time has passed: they hold no state.
+    IdleThrottles,
+    /// Audit events past retention.
+    OldAuditEvents,
+}
+
+impl Purge {
+    /// The batch statement, for SQLite and for PostgreSQL: `$1` the cut-off, `$2` the most rows to
+    /// delete. Each subquery filters on an indexed column (migrations 0001, 0003 and 0005), so a
+    /// batch starts at the oldest rows instead of scanning past the ones it keeps.
+    pub(super) const fn sql(self) -> (&'static str, &'static str) {
+        match self {
+            Purge::LapsedSessions => PURGE_LAPSED_SESSIONS,
+            Purge::RevokedSessions => PURGE_REVOKED_SESSIONS,
+            Purge::ConsumedRefreshTokens => PURGE_CONSUMED_REFRESH_TOKENS,
+            Purge::ExpiredChallenges => PURGE_EXPIRED_CHALLENGES,
+            Purge::IdleThrottles => PURGE_IDLE_THROTTLES,
+            Purge::OldAuditEvents => PURGE_OLD_AUDIT_EVENTS,
+        }
+    }
+}
+
+/// The two texts of a batch delete, which differ in one place. SQLite runs `key IN (SELECT …
+/// LIMIT $2)` as the list it is, then one primary-key search per row. PostgreSQL plans it as a
+/// semi-join, and its generic plan (used once a prepared statement has run five times) cannot
+/// know `$2` and estimates a tenth of the table: a hash join over a scan of the whole table, every
+/// batch. `= ANY (ARRAY(…))` makes it compute the list first and then search the primary key for
+/// it, whatever the estimates (`store::plans` checks both plans).
+macro_rules! purge_sql {
+    ($table:literal, $key:literal, $column:literal) => {
+        (
+            concat!(
+                "DELETE FROM ",
+                $table,
+                " WHERE ",
+                $key,
+                " IN (SELECT ",
+                $key,
+                " FROM ",
+                $table,
+                " WHERE ",
+                $column,
+                " < $1 LIMIT $2)"
+            ),
+            concat!(
+                "DELETE FROM ",
+                $table,
+                " WHERE ",
+                $key,
+                " = ANY (ARRAY(SELECT ",
+                $key,
+                " FROM ",
+                $table,
+                " WHERE ",
+                $column,
+                " < $1 LIMIT $2))"
+            ),
+        )
+    };
+}
+
+type Texts = (&'static str, &'static str);
+pub(super) const PURGE_LAPSED_SESSIONS: Texts = purge_sql!("sessions", "id", "expires_at");
+pub(super) const PURGE_REVOKED_SESSIONS: Texts = purge_sql!("sessions", "id", "revoked_at");
+pub(super) const PURGE_CONSUMED_REFRESH_TOKENS: Texts =
+    purge_sql!("refresh_tokens", "jti", "consumed_at");
+pub(super) const PURGE_EXPIRED_CHALLENGES: Texts =
+    purge_sql!("temp_tokens", "token_hash", "expires_at");
+pub(super) const PURGE_IDLE_THROTTLES: Texts = purge_sql!("throttles", "key", "tat");
+pub(super) const PURGE_OLD_AUDIT_EVENTS: Texts = purge_sql!("audit_events", "id", "at");
+
+impl Store {
+    /// Deletes at most `limit` rows of `kind` older than `before`, in a transaction of its own;
+    /// returns how many it deleted and how long it held the database. On SQLite the transaction
+    /// takes the write lock first (`BEGIN IMMEDIATE`), so the time spent waiting for another
+    /// process's writer (the CLI beside a server) is not counted as holding it.
+    pub async fn purge_batch(
+        &self,
+        kind: Purge,
+        before: i64,
+        limit: i64,
+    ) -> Result<(u64, Duration)> {
+        let (sql, begin) = match self.backend {
+            Backend::Sqlite { .. } => (kind.sql().0, "BEGIN IMMEDIATE"),
+            Backend::Postgres(_) => (kind.sql().1, "BEGIN"),
+        };
+        on_write_pool!(self, |pool| {
+            let mut tx = pool.begin_with(begin).await?;
+            let started = Instant::now();
+            let deleted = sqlx::query(sql)
+                .bind(before)
+                .bind(limit)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected();
+            tx.commit().await?;
+            Ok((deleted, started.elapsed()))
+        })
+    }
+}
