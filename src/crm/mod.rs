@@ -12,7 +12,7 @@ use crate::store::Store;
 
 mod contact;
 
-pub use contact::{Contact, ContactInput, Patch};
+pub use contact::{COMPANY_MAX, Contact, ContactInput, NOTES_MAX, PHONE_MAX, Patch};
 
 pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 100;
@@ -173,3 +173,4 @@ impl Contacts {
         }
     }
 }
+

@@ -11,6 +11,7 @@ use uuid::Uuid;
 use super::auth::views::Deleted;
 use super::docs::{bearer_errors, body_errors, error_responses, server_errors};
 use super::extract::{AppJson, AuthUser, PathId};
+use super::fields;
 use super::{Answer, AppState, Envelope, ok};
 use crate::clock::rfc3339;
 use crate::crm::{Contact, ContactInput, DEFAULT_LIMIT, ListQuery as Listing, MAX_LIMIT, Patch};
@@ -126,32 +127,25 @@ struct PageView {
 }
 
 /// A new contact. Optional fields left out, `null` or blank are unset.
+// The field schemas (`super::fields`) say in their patterns what `crm::contact::check` accepts.
 #[derive(Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 struct NewContact {
-    /// Missing is reported by the domain with the other fields, hence the default. The pattern is
-    /// `FullName`'s rule: some visible character, no control characters.
+    /// Missing is reported by the domain with the other fields, hence the default.
     #[serde(default)]
-    #[schema(
-        required = true,
-        min_length = 1,
-        max_length = 200,
-        pattern = r"^[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*$",
-        example = "Grace Hopper"
-    )]
+    #[schema(required = true, schema_with = fields::full_name)]
     full_name: String,
-    /// A valid e-mail address; left out, `null` or blank for none (so not `format: email`).
     #[serde(default)]
-    #[schema(max_length = 254, example = "grace@example.com")]
+    #[schema(schema_with = fields::contact_email)]
     email: Option<String>,
     #[serde(default)]
-    #[schema(max_length = 50, example = "+1 555 0100")]
+    #[schema(schema_with = fields::phone)]
     phone: Option<String>,
     #[serde(default)]
-    #[schema(max_length = 200, example = "Navy")]
+    #[schema(schema_with = fields::company)]
     company: Option<String>,
     #[serde(default)]
-    #[schema(max_length = 10000)]
+    #[schema(schema_with = fields::notes)]
     notes: Option<String>,
 }
 
@@ -174,21 +168,19 @@ impl From<NewContact> for ContactInput {
 #[serde(rename_all = "camelCase")]
 struct ContactBody {
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = String, min_length = 1, max_length = 200, pattern = r"^[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*$",
-        example = "Grace Hopper")]
+    #[schema(schema_with = fields::full_name)]
     full_name: Patch<String>,
-    /// A valid e-mail address; `null` or blank clears it (so not `format: email`).
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>, max_length = 254, example = "grace@example.com")]
+    #[schema(schema_with = fields::contact_email)]
     email: Patch<String>,
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>, max_length = 50, example = "+1 555 0100")]
+    #[schema(schema_with = fields::phone)]
     phone: Patch<String>,
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>, max_length = 200, example = "Navy")]
+    #[schema(schema_with = fields::company)]
     company: Patch<String>,
     #[serde(default, deserialize_with = "patch")]
-    #[schema(value_type = Option<String>, max_length = 10000)]
+    #[schema(schema_with = fields::notes)]
     notes: Patch<String>,
 }
 
