@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Schemathesis (PyPI) against the OpenAPI document: generated requests for every call, checked
 # against the documented answers. A release build on SQLite, registration open, throttling off;
-# the bearer calls use a fresh account's token.
+# the bearer calls use a fresh account's token. Settings the document cannot carry are in
+# scripts/schemathesis.toml, written for the 4.32 line.
 #
 #   scripts/schemathesis.sh                      # MAX_EXAMPLES=50 per operation by default
 #   scripts/schemathesis.sh --include-path-regex contacts   # extra arguments go to `st run`
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ADDR=127.0.0.1:18083
-command -v st >/dev/null || python3 -m pip install -q schemathesis
+st --version 2>/dev/null | grep -q ' 4\.32\.' || python3 -m pip install -q 'schemathesis~=4.32.0'
 cargo build --release -q
 BIN=$PWD/target/release/gatehouse
 WORK=$(mktemp -d)
@@ -23,9 +24,15 @@ for _ in $(seq 1 100); do curl -sf http://$ADDR/healthz >/dev/null && break; sle
 TOKEN=$(curl -sf http://$ADDR/api/v1/auth/login -H 'Content-Type: application/json' \
   -d "{\"email\":\"st@example.com\",\"password\":\"$PASSWORD\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessToken"])')
 # Logout and deleting a session would end the session every other call uses; the test suite
-# covers both. Known and accepted: a body over 64 KiB is answered 413, which Schemathesis does not
-# count among the refusals it expects for schema-violating data (ST201).
-st run "http://$ADDR/api/v1/openapi.json" \
+# covers both.
+#
+# Known, and a fault of the service, not of the document: a JSON array as a body is read as the
+# fields in order, where docs/api.md §1 promises 400 for a body that is not an object. So PATCH
+# /api/v1/crm/contacts/{id} with `[]` changes nothing and answers 200 (and POST /contacts with
+# `["Ada"]` creates Ada). The stateful phase's course varies from run to run even with one seed,
+# and about one run in ten it sends that `[]` and fails on it: ST201, "violates `type` (was
+# object, became array)".
+st --config-file scripts/schemathesis.toml run "http://$ADDR/api/v1/openapi.json" \
   --header "Authorization: Bearer $TOKEN" \
   --checks all \
   --exclude-path-regex 'auth/(logout|sessions/)' \

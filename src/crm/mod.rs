@@ -12,7 +12,7 @@ use crate::store::Store;
 
 mod contact;
 
-pub use contact::{Contact, ContactInput, Patch};
+pub use contact::{COMPANY_MAX, Contact, ContactInput, NOTES_MAX, PHONE_MAX, Patch};
 
 pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 100;
@@ -171,5 +171,48 @@ impl Contacts {
         } else {
             Err(invalid())
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::OnceLock;
+
+    use proptest::prelude::*;
+    use regex::Regex;
+
+    use super::*;
+
+    /// The `pattern` the API document gives the list's `cursor`, compiled.
+    fn cursor_pattern() -> &'static Regex {
+        static PATTERN: OnceLock<Regex> = OnceLock::new();
+        PATTERN.get_or_init(|| {
+            let doc = serde_json::to_value(crate::http::openapi()).unwrap();
+            let params = doc["paths"]["/api/v1/crm/contacts"]["get"]["parameters"]
+                .as_array()
+                .unwrap();
+            let cursor = params.iter().find(|p| p["name"] == "cursor").unwrap();
+            Regex::new(cursor["schema"]["pattern"].as_str().unwrap()).unwrap()
+        })
+    }
+
+    proptest! {
+        /// The documented form is exactly what `open_cursor` can decode: an id and a 16-byte tag
+        /// in base64url (or empty, for the first page).
+        #[test]
+        fn the_cursor_pattern_is_the_cursors_form(
+            bytes in prop::array::uniform32(any::<u8>()),
+            text in "[A-Za-z0-9_=+/-]{42,44}",
+        ) {
+            let re = cursor_pattern();
+            prop_assert!(re.is_match(&b64url(&bytes)));
+            let decodes = b64url_decode(&text).is_some_and(|b| b.len() == 32);
+            prop_assert_eq!(re.is_match(&text), decodes, "{:?}", text);
+        }
+    }
+
+    #[test]
+    fn the_first_page_needs_no_cursor() {
+        assert!(cursor_pattern().is_match(""));
     }
 }

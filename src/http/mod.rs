@@ -24,6 +24,7 @@ mod crm;
 mod docs;
 mod error;
 mod extract;
+mod fields;
 mod framing;
 mod meta;
 mod metrics;

@@ -14,6 +14,7 @@ use crate::domain::{Email, FullName};
 use crate::error::{Error, Result, Validator};
 use crate::http::docs::{body_errors, error_responses, server_errors, throttle_errors};
 use crate::http::extract::{AppJson, Client};
+use crate::http::fields;
 use crate::http::{Answer, AppState, Envelope, ok};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -190,13 +191,7 @@ struct RegisterRequest {
         example = "correct horse battery staple"
     )]
     password: String,
-    #[schema(
-        required = true,
-        min_length = 1,
-        max_length = 200,
-        pattern = r"^[^\u0000-\u001f\u007f]*[^\s\u0000-\u001f\u007f][^\u0000-\u001f\u007f]*$",
-        example = "Ada Lovelace"
-    )]
+    #[schema(required = true, schema_with = fields::account_name)]
     full_name: String,
 }
 
