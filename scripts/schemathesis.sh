@@ -25,13 +25,6 @@ TOKEN=$(curl -sf http://$ADDR/api/v1/auth/login -H 'Content-Type: application/js
   -d "{\"email\":\"st@example.com\",\"password\":\"$PASSWORD\"}" | python3 -c 'import json,sys; print(json.load(sys.stdin)["data"]["accessToken"])')
 # Logout and deleting a session would end the session every other call uses; the test suite
 # covers both.
-#
-# Known, and a fault of the service, not of the document: a JSON array as a body is read as the
-# fields in order, where docs/api.md §1 promises 400 for a body that is not an object. So PATCH
-# /api/v1/crm/contacts/{id} with `[]` changes nothing and answers 200 (and POST /contacts with
-# `["Ada"]` creates Ada). The stateful phase's course varies from run to run even with one seed,
-# and about one run in ten it sends that `[]` and fails on it: ST201, "violates `type` (was
-# object, became array)".
 st --config-file scripts/schemathesis.toml run "http://$ADDR/api/v1/openapi.json" \
   --header "Authorization: Bearer $TOKEN" \
   --checks all \

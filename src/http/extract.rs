@@ -123,6 +123,16 @@ async fn read_body(req: Request, state: &AppState) -> Result<Bytes, Error> {
 }
 
 fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+    // Every body is an object (docs/api.md §1). serde would also read a struct from an array, its
+    // fields in order: `["Ann"]` would create a contact, `[]` would patch nothing and answer 200.
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
+    if first.is_some_and(|b| *b != b'{')
+        && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
+    {
+        return Err(Error::MalformedJson(
+            "the body must be a JSON object".to_owned(),
+        ));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(json_error)?;
     deserializer

@@ -4,6 +4,7 @@ use serde_json::json;
 use crate::helpers::{Backend, both_backends, spawn_app};
 
 both_backends!(
+    an_array_is_not_read_as_a_body_s_fields,
     unknown_routes_and_wrong_methods_answer_in_the_envelope,
     bodies_must_be_json_objects_within_the_size_limit,
     health_and_readiness,
@@ -126,4 +127,39 @@ async fn without_a_database_calls_answer_503_in_the_envelope(backend: Backend) {
         .error(503, "SERVICE_UNAVAILABLE");
     let answer = app.send(app.client.get(app.url("/healthz"))).await;
     assert_eq!(answer.data(200), &json!({ "status": "ok" }));
+}
+
+/// serde reads a struct from an array, its fields in order; a body must be an object.
+async fn an_array_is_not_read_as_a_body_s_fields(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (token, _) = app.logged_in_user("arr@example.com").await;
+    let send = |method: Method, path: String, body: &'static str| {
+        let request = app
+            .client
+            .request(method, app.url(&path))
+            .bearer_auth(&token)
+            .header("content-type", "application/json")
+            .body(body);
+        app.send(request)
+    };
+    let created = send(Method::POST, "/api/v1/crm/contacts".into(), r#"["Ann"]"#).await;
+    assert_eq!(
+        created.error(400, "VALIDATION_ERROR")["details"]["reason"],
+        "the body must be a JSON object"
+    );
+    let contact = app
+        .call(
+            Method::POST,
+            "/api/v1/crm/contacts",
+            Some(&token),
+            Some(json!({ "fullName": "Ann" })),
+        )
+        .await;
+    let path = format!(
+        "/api/v1/crm/contacts/{}",
+        contact.data(201)["id"].as_str().unwrap()
+    );
+    send(Method::PATCH, path, "[]")
+        .await
+        .error(400, "VALIDATION_ERROR");
 }
