@@ -19,8 +19,7 @@ DURATION=${DURATION:-10s}
 SIZES=${SIZES:-1000 1000000}
 SECONDS_EACH=${DURATION%s}
 POSTGRES=${BENCH_POSTGRES_URL-postgres://postgres@127.0.0.1:5432/postgres}
-ADDR=127.0.0.1:18190
-BASE=http://$ADDR
+# Servers listen on 18190 and up (one per size), clear of another checkout's suite on 18090.
 PASSWORD='correct horse battery staple'
 
 need wrk wrk
@@ -30,19 +29,27 @@ python3 -c 'import argon2' 2>/dev/null || python3 -m pip install -q argon2-cffi
 build_release
 
 WORK=$(mktemp -d)
-SERVER=
 FLOOD=
-PGDB=
+declare -A PIDS=()
+PGDBS=()
 cleanup() {
   [ -n "$FLOOD" ] && kill "$FLOOD" 2>/dev/null
-  [ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null
-  [ -n "$PGDB" ] && psql -q "$POSTGRES" -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null 2>&1
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null; done
+  for db in "${PGDBS[@]}"; do
+    psql -q "$POSTGRES" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1
+  done
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 # The load comes from one address but stands for many clients: no per-client connection cap.
-export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off GATEHOUSE_REGISTRATION=open
+export GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off GATEHOUSE_REGISTRATION=open
 export GATEHOUSE_MAX_CONNECTIONS_PER_CLIENT=1024
+
+# One server per database size, all up at once, so that each scenario runs on every size back to
+# back: load from elsewhere on the machine then weighs on the sizes alike, and the change between
+# them is the database's. SERVER, BASE, SIZE and DIR name the one being measured (use SIZE).
+declare -A PIDS PORTS STARTS IDLES
+use() { SIZE=$1; SERVER=${PIDS[$1]}; BASE=http://127.0.0.1:${PORTS[$1]}; DIR=$WORK/$BACKEND-$1; }
 
 rss() { awk '/VmRSS/ {printf "%.1f", $2/1024}' /proc/"$SERVER"/status; }
 peak() { awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/"$SERVER"/status; }
@@ -50,88 +57,106 @@ peak() { awk '/VmHWM/ {printf "%.1f", $2/1024}' /proc/"$SERVER"/status; }
 reset_peak() { echo 5 > /proc/"$SERVER"/clear_refs 2>/dev/null || true; }
 
 ROWS=$WORK/rows
-# scenario|backend|size|"req/s|p50|p99|errors|peak MiB|note"; SIZE is the database's, set by run.
-row() { echo "$1|$2|$SIZE|$3" >>"$ROWS"; }
+# scenario|backend|size|"req/s|p50|p99|errors|peak MiB|note"
+row() { echo "$1|$BACKEND|$SIZE|$2" >>"$ROWS"; }
 
-start() {
-  local out
-  out=$(python3 bench/tools.py ready "$BIN")
-  STARTUP_MS=$(sed -n 1p <<<"$out")
-  SERVER=$(sed -n 2p <<<"$out")
-}
-stop() { kill "$SERVER"; wait "$SERVER" 2>/dev/null || true; SERVER=; }
-
-bench() {
-  local backend=$1
+# prepare SIZE PORT: a fresh database of SIZE rows of each kind (migrated, seeded, analysed) with
+# the bench account, its server started (the time to ready measured on the existing database),
+# and the scenarios' tokens and accounts made.
+prepare() {
+  local size=$1 port=$2 dir=$WORK/$BACKEND-$1 out
+  mkdir -p "$dir"
+  if [ "$BACKEND" = sqlite ]; then
+    export GATEHOUSE_DATABASE_URL=sqlite://$dir/gatehouse.db
+    unset GATEHOUSE_MASTER_KEY
+  else
+    PGDBS+=("gatehouse_suite_$$_$size")
+    psql -q "$POSTGRES" -c "CREATE DATABASE gatehouse_suite_$$_$size" >/dev/null
+    export GATEHOUSE_DATABASE_URL=${POSTGRES%/*}/gatehouse_suite_$$_$size
+    export GATEHOUSE_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
+  fi
+  export GATEHOUSE_LISTEN=127.0.0.1:$port
+  "$BIN" migrate 2>/dev/null
+  bench/seed.sh "$GATEHOUSE_DATABASE_URL" "$size"
   echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
-  # The database exists now: start-to-ready is measured on an existing database.
-  start
-  local idle
+  out=$(python3 bench/tools.py ready "$BIN")
+  STARTS[$size]=$(sed -n 1p <<<"$out")
+  PIDS[$size]=$(sed -n 2p <<<"$out")
+  PORTS[$size]=$port
+  use "$size"
+  # Idle memory now, before the set-up below hashes passwords (Argon2 memory stays mapped).
   sleep 1
-  idle=$(rss)
-  row "start to ready (existing database)" "$backend" "||||| ${STARTUP_MS} ms"
-  row "memory, idle" "$backend" "||||${idle}|"
-
-  local access auth
+  IDLES[$size]=$(rss)
+  local access
   access=$(curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
     -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}" | jq -r .data.accessToken)
-  auth="Authorization: Bearer $access"
+  echo "$access" >"$DIR/access"
   for i in $(seq 1 20); do
-    curl -sf $BASE/api/v1/crm/contacts -H "$auth" -H 'Content-Type: application/json' \
+    curl -sf $BASE/api/v1/crm/contacts -H "Authorization: Bearer $access" -H 'Content-Type: application/json' \
       -d "{\"fullName\":\"Contact $i\",\"email\":\"c$i@example.com\",\"company\":\"Acme\"}" >/dev/null
   done
-  python3 bench/tools.py tokens $BASE 10000 "$WORK/tokens"
+  python3 bench/tools.py tokens $BASE 10000 "$DIR/tokens"
   for n in 8 32; do
     for i in $(seq 1 $n); do
       curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
         -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}" | jq -r .data.refreshToken
-    done >"$WORK/refresh-$n"
+    done >"$DIR/refresh-$n"
   done
-  python3 bench/tools.py twofactor $BASE 150 >"$WORK/twofactor"
+  python3 bench/tools.py twofactor $BASE 150 >"$DIR/twofactor"
+}
 
-  reset_peak; row "healthz" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" $BASE/healthz)|$(peak)|"
-  reset_peak; row "readyz (one database round trip, no auth)" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" $BASE/readyz)|$(peak)|reference"
-  reset_peak; row "contacts" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" -H "$auth" $BASE/api/v1/crm/contacts)|$(peak)|"
-  reset_peak; row "contacts-many-tokens" "$backend" "$(wrk_fields -t2 -c64 -d"$DURATION" -s bench/many-tokens.lua $BASE -- "$WORK/tokens")|$(peak)|10 000 tokens"
-  reset_peak; row "refresh" "$backend" "$(wrk_fields -t8 -c8 -d"$DURATION" -s bench/refresh.lua $BASE -- "$WORK/refresh-8")|$(peak)|chained, 8 connections"
-  reset_peak; row "refresh-32" "$backend" "$(wrk_fields -t32 -c32 -d"$DURATION" -s bench/refresh.lua $BASE -- "$WORK/refresh-32")|$(peak)|chained, 32 connections"
-  reset_peak; row "login" "$backend" "$(wrk_fields -t2 -c8 -d"$DURATION" -s bench/login.lua $BASE/api/v1/auth/login)|$(peak)|"
-  reset_peak
-  local flows
-  flows=$(wrk_fields -t8 -c8 -d"$DURATION" -s bench/login-2fa.lua $BASE -- "$WORK/twofactor" 8)
-  row "login-2fa" "$backend" "$flows|$(peak)|requests; flows/s = half"
+# each NAME NOTE WRK-ARGS…: the scenario on every size in turn; in WRK-ARGS, {BASE} and {DIR}
+# stand for the server's address and its files.
+each() {
+  local name=$1 note=$2 size
+  shift 2
+  for size in $SIZES; do
+    use "$size"
+    local args=("${@//\{BASE\}/$BASE}")
+    args=("${args[@]//\{DIR\}/$DIR}")
+    reset_peak
+    row "$name" "$(wrk_fields "${args[@]}")|$(peak)|$note"
+  done
+}
+
+bench() {
+  BACKEND=$1
+  local port=18190 size
+  for size in $SIZES; do prepare "$size" $port; port=$((port + 1)); done
+  for size in $SIZES; do use "$size"; row "start to ready (existing database)" "||||| ${STARTS[$size]} ms"; done
+  for size in $SIZES; do use "$size"; row "memory, idle" "||||${IDLES[$size]}|"; done
+
+  each "healthz" "" -t2 -c64 -d"$DURATION" "{BASE}/healthz"
+  each "readyz (one database round trip, no auth)" "reference" -t2 -c64 -d"$DURATION" "{BASE}/readyz"
+  for size in $SIZES; do
+    use "$size"; reset_peak
+    row "contacts" "$(wrk_fields -t2 -c64 -d"$DURATION" -H "Authorization: Bearer $(cat "$DIR/access")" $BASE/api/v1/crm/contacts)|$(peak)|"
+  done
+  each "contacts-many-tokens" "10 000 tokens" -t2 -c64 -d"$DURATION" -s bench/many-tokens.lua "{BASE}" -- "{DIR}/tokens"
+  each "refresh" "chained, 8 connections" -t8 -c8 -d"$DURATION" -s bench/refresh.lua "{BASE}" -- "{DIR}/refresh-8"
+  each "refresh-32" "chained, 32 connections" -t32 -c32 -d"$DURATION" -s bench/refresh.lua "{BASE}" -- "{DIR}/refresh-32"
+  each "login" "" -t2 -c8 -d"$DURATION" -s bench/login.lua "{BASE}/api/v1/auth/login"
+  each "login-2fa" "requests; flows/s = half" -t8 -c8 -d"$DURATION" -s bench/login-2fa.lua "{BASE}" -- "{DIR}/twofactor" 8
 
   # storm: contacts measured while a login flood holds the hash pool.
-  reset_peak
-  wrk -t1 -c64 -d60s -s bench/login.lua $BASE/api/v1/auth/login >/dev/null & FLOOD=$!
-  sleep 2
-  row "storm (contacts during a login flood)" "$backend" "$(wrk_fields -t1 -c8 -d"$DURATION" -H "$auth" $BASE/api/v1/crm/contacts)|$(peak)|login flood: 64 connections"
-  kill "$FLOOD"; wait "$FLOOD" 2>/dev/null || true; FLOOD=
-  stop
+  for size in $SIZES; do
+    use "$size"; reset_peak
+    wrk -t1 -c64 -d60s -s bench/login.lua $BASE/api/v1/auth/login >/dev/null & FLOOD=$!
+    sleep 2
+    row "storm (contacts during a login flood)" "$(wrk_fields -t1 -c8 -d"$DURATION" -H "Authorization: Bearer $(cat "$DIR/access")" $BASE/api/v1/crm/contacts)|$(peak)|login flood: 64 connections"
+    kill "$FLOOD"; wait "$FLOOD" 2>/dev/null || true; FLOOD=
+  done
+  for size in $SIZES; do kill "${PIDS[$size]}"; wait "${PIDS[$size]}" 2>/dev/null || true; done
+  PIDS=()
+  rm -rf "$WORK"/sqlite-*
 }
 
 : >"$ROWS"
-# A fresh database of SIZE rows of each kind (migrated, seeded, analysed), then the scenarios.
-for SIZE in $SIZES; do
-  export GATEHOUSE_DATABASE_URL=sqlite://$WORK/gatehouse-$SIZE.db
-  unset GATEHOUSE_MASTER_KEY
-  "$BIN" migrate 2>/dev/null
-  bench/seed.sh "$GATEHOUSE_DATABASE_URL" "$SIZE"
-  bench sqlite
-  rm -f "$WORK"/gatehouse-"$SIZE".db*
-
-  if [ -n "$POSTGRES" ]; then
-    PGDB=gatehouse_suite_$$_$SIZE
-    psql -q "$POSTGRES" -c "CREATE DATABASE $PGDB" >/dev/null
-    export GATEHOUSE_DATABASE_URL=${POSTGRES%/*}/$PGDB
-    export GATEHOUSE_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
-    "$BIN" migrate 2>/dev/null
-    bench/seed.sh "$GATEHOUSE_DATABASE_URL" "$SIZE"
-    bench postgres
-    psql -q "$POSTGRES" -c "DROP DATABASE IF EXISTS $PGDB WITH (FORCE)" >/dev/null
-    PGDB=
-  fi
-done
+PGDBS=()
+bench sqlite
+if [ -n "$POSTGRES" ]; then
+  bench postgres
+fi
 
 CORES=$(nproc)
 ARGON2=$(python3 bench/tools.py argon2 "$SECONDS_EACH" "$CORES")

@@ -108,7 +108,8 @@ def twofactor(base, n):
         assert status == 201, body
         status, body = call(c, "POST", "/api/v1/auth/login", {"email": email, "password": PASSWORD})
         token = body["data"]["accessToken"]
-        status, body = call(c, "POST", "/api/v1/auth/2fa/setup", token=token)
+        status, body = call(c, "POST", "/api/v1/auth/2fa/setup", {"password": PASSWORD}, token=token)
+        assert status == 200, body
         secret = body["data"]["secret"]
         status, body = call(c, "POST", "/api/v1/auth/2fa/enable", {"code": totp(secret, time.time() - 30)}, token=token)
         assert status == 200, body
