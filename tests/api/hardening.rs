@@ -124,14 +124,7 @@ async fn answers_with_tokens_or_secrets_are_never_cached(backend: Backend) {
     let refreshed = app
         .post("/api/v1/auth/refresh", json!({ "refreshToken": refresh }))
         .await;
-    let setup = app
-        .call(
-            Method::POST,
-            "/api/v1/auth/2fa/setup",
-            Some(&access),
-            Some(json!({ "password": PASSWORD })),
-        )
-        .await;
+    let setup = app.setup_two_factor(&access).await;
     let me = app.get("/api/v1/auth/me", &access).await;
     let refused = app.get("/api/v1/auth/me", "garbage").await;
     for answer in [&login, &refreshed, &setup, &me, &refused] {

@@ -313,18 +313,22 @@ impl Http {
         .await
     }
 
+    /// `POST /auth/2fa/setup` with the test password, for the holder of `token`.
+    pub async fn setup_two_factor(&self, token: &str) -> Answer {
+        self.call(
+            Method::POST,
+            "/api/v1/auth/2fa/setup",
+            Some(token),
+            Some(json!({ "password": PASSWORD })),
+        )
+        .await
+    }
+
     /// Sets up and enables 2FA for the holder of `token`. The enabling code is taken from the
     /// previous time step, so the current and next steps stay free for logins.
     /// Returns the TOTP secret and the recovery codes.
     pub async fn enable_two_factor(&self, token: &str) -> (Vec<u8>, Vec<String>) {
-        let setup = self
-            .call(
-                Method::POST,
-                "/api/v1/auth/2fa/setup",
-                Some(token),
-                Some(json!({ "password": PASSWORD })),
-            )
-            .await;
+        let setup = self.setup_two_factor(token).await;
         let secret = base32_decode(setup.data(200)["secret"].as_str().unwrap());
         let code = code_at(&secret, now_seconds() - 30);
         let enabled = self

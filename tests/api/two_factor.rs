@@ -45,14 +45,7 @@ async fn verify(app: &TestApp, temp: &str, code: &str) -> crate::helpers::Answer
 async fn enrolment_gives_a_secret_uri_qr_code_and_recovery_codes(backend: Backend) {
     let app = spawn_app(backend).await;
     let (access, _) = app.logged_in_user("nora@example.com").await;
-    let setup = app
-        .call(
-            Method::POST,
-            "/api/v1/auth/2fa/setup",
-            Some(&access),
-            Some(json!({ "password": PASSWORD })),
-        )
-        .await;
+    let setup = app.setup_two_factor(&access).await;
     let data = setup.data(200);
     let secret = data["secret"].as_str().unwrap();
     assert_eq!(secret.len(), 32, "160-bit secret in base32");
@@ -69,14 +62,7 @@ async fn enrolment_gives_a_secret_uri_qr_code_and_recovery_codes(backend: Backen
     let me = app.get("/api/v1/auth/me", &access).await;
     assert_eq!(me.data(200)["twoFactorEnabled"], true);
     assert_eq!(me.data(200)["recoveryCodesRemaining"], 10);
-    let again = app
-        .call(
-            Method::POST,
-            "/api/v1/auth/2fa/setup",
-            Some(&access),
-            Some(json!({ "password": PASSWORD })),
-        )
-        .await;
+    let again = app.setup_two_factor(&access).await;
     again.error(409, "TWO_FACTOR_ALREADY_ENABLED");
 
     // Secrets are sealed at rest: the base32 secret is nowhere in the database.
@@ -101,14 +87,7 @@ async fn enabling_needs_a_right_code_for_the_pending_secret(backend: Backend) {
     enable("123456".into())
         .await
         .error(409, "TWO_FACTOR_NOT_SET_UP");
-    let setup = app
-        .call(
-            Method::POST,
-            "/api/v1/auth/2fa/setup",
-            Some(&access),
-            Some(json!({ "password": PASSWORD })),
-        )
-        .await;
+    let setup = app.setup_two_factor(&access).await;
     let secret = crate::helpers::base32_decode(setup.data(200)["secret"].as_str().unwrap());
     let wrong = format!(
         "{:06}",
