@@ -8,10 +8,15 @@ need() {
   }
 }
 
-# Builds the release binary; sets BIN.
+# Builds the release binary; sets BIN. BENCH_BIN names a binary to use instead (an A/B pair built
+# beforehand); the build honours CARGO_TARGET_DIR.
 build_release() {
+  if [ -n "${BENCH_BIN:-}" ]; then
+    BIN=$BENCH_BIN
+    return
+  fi
   cargo build --release -q
-  BIN=$PWD/target/release/gatehouse
+  BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/gatehouse
 }
 
 # wait_ready BASE-URL: until /healthz answers (5 s at most).
@@ -38,4 +43,21 @@ wrk_fields() {
 # wrk_row WRK-ARGS…: the same as Markdown cells, "requests/s | p50 | p99 | errors".
 wrk_row() {
   wrk_fields "$@" | sed 's/|/ | /g'
+}
+
+# serve_settings ADDR WORK: the service's environment for a load run on ADDR, on the PostgreSQL
+# database BENCH_DATABASE_URL names (with BENCH_MASTER_KEY, or a fresh key) or else on SQLite in
+# WORK; sets BACKEND. The load comes from one address but stands for many clients: no per-client
+# connection cap, no throttling.
+serve_settings() {
+  export GATEHOUSE_LISTEN=$1 GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off
+  export GATEHOUSE_MAX_CONNECTIONS_PER_CLIENT=1024
+  if [ -n "${BENCH_DATABASE_URL:-}" ]; then
+    export GATEHOUSE_DATABASE_URL=$BENCH_DATABASE_URL
+    export GATEHOUSE_MASTER_KEY=${BENCH_MASTER_KEY:-$(head -c 32 /dev/urandom | base64)}
+    BACKEND=postgres
+  else
+    export GATEHOUSE_DATABASE_URL=sqlite://$2/gatehouse.db
+    BACKEND=sqlite
+  fi
 }

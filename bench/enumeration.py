@@ -12,6 +12,8 @@ only. Needs GATEHOUSE_RATE_LIMIT=off on the server (thousands of failures from o
 """
 import base64, hashlib, hmac, http.client, json, os, random, statistics, struct, sys, time, urllib.parse
 
+from stats import ks, percentiles
+
 BASE = os.environ.get("BASE", "http://127.0.0.1:18082")
 N = int(os.environ.get("SAMPLES", "400"))
 PASSWORD = "correct horse battery staple"
@@ -37,25 +39,6 @@ def totp(secret_b32, at):
     digest = hmac.new(key, struct.pack(">Q", int(at // 30)), hashlib.sha1).digest()
     offset = digest[-1] & 0x0F
     return "%06d" % ((struct.unpack(">I", digest[offset:offset + 4])[0] & 0x7FFFFFFF) % 1_000_000)
-
-
-def percentiles(xs):
-    xs = sorted(xs)
-    pick = lambda p: xs[min(len(xs) - 1, int(p * len(xs)))] * 1000
-    return pick(0.10), pick(0.50), pick(0.90), pick(0.99), statistics.mean(xs) * 1000
-
-
-def ks(a, b):
-    a, b = sorted(a), sorted(b)
-    i = j = 0
-    d = 0.0
-    while i < len(a) and j < len(b):
-        if a[i] <= b[j]:
-            i += 1
-        else:
-            j += 1
-        d = max(d, abs(i / len(a) - j / len(b)))
-    return d
 
 
 # An account with 2FA (enrolled through the API, as a user would), logged in.

@@ -23,17 +23,7 @@ build_release
 WORK=$(mktemp -d)
 SERVER=
 trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
-# The load comes from one address but stands for many clients: no per-client connection cap.
-export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off
-export GATEHOUSE_MAX_CONNECTIONS_PER_CLIENT=1024
-if [ -n "${BENCH_DATABASE_URL:-}" ]; then
-  export GATEHOUSE_DATABASE_URL=$BENCH_DATABASE_URL
-  export GATEHOUSE_MASTER_KEY=${BENCH_MASTER_KEY:-$(head -c 32 /dev/urandom | base64)}
-  BACKEND=postgres
-else
-  export GATEHOUSE_DATABASE_URL=sqlite://$WORK/gatehouse.db
-  BACKEND=sqlite
-fi
+serve_settings "$ADDR" "$WORK"
 
 echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
 "$BIN" serve & SERVER=$!

@@ -24,6 +24,10 @@ use crate::store::purge::Purged;
 /// another instance) is signed with and published here within this time.
 pub const KEY_RELOAD_INTERVAL: Duration = Duration::from_secs(1);
 
+/// How often an instance copies SQLite's write-ahead log back into the database (`Store::checkpoint`;
+/// no COMMIT does). At a few thousand writes a second the log grows by a few MiB between two.
+const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
+
 /// How often lapsed sessions, consumed refresh-token records and expired challenges are deleted.
 const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(600);
 
@@ -47,6 +51,7 @@ impl Application {
         clock: Clock,
     ) -> anyhow::Result<Application> {
         let services = Arc::new(Services::open(settings, clock).await?);
+        services.transport.prepare()?;
         if let Some(db) = settings.sqlite_path() {
             private_files::warn_if_shared(&db, "database file");
             if settings.master_key.is_none() {
@@ -174,6 +179,10 @@ fn spawn_background(services: &Arc<Services>) -> Vec<tokio::task::JoinHandle<()>
         let s = s.clone();
         async move {
             let _ = s.live.sync(&s.store).await;
+            // Role and account changes made elsewhere reach forward-auth as fast as revocations.
+            if let Err(error) = s.directory.sync().await {
+                tracing::debug!(error = %error, "cannot read the changed accounts yet");
+            }
         }
     });
     let s = services.clone();
@@ -182,6 +191,15 @@ fn spawn_background(services: &Arc<Services>) -> Vec<tokio::task::JoinHandle<()>
         async move {
             if let Err(error) = s.live.flush_activity(&s.store).await {
                 tracing::debug!(error = %error, "cannot record the sessions' last use yet");
+            }
+        }
+    });
+    let s = services.clone();
+    let checkpoint = every(CHECKPOINT_INTERVAL, move || {
+        let s = s.clone();
+        async move {
+            if let Err(error) = s.store.checkpoint().await {
+                tracing::debug!(error = %error, "cannot checkpoint the database yet");
             }
         }
     });
@@ -195,7 +213,16 @@ fn spawn_background(services: &Arc<Services>) -> Vec<tokio::task::JoinHandle<()>
             }
         }
     });
-    vec![reload, revocations, activity, housekeeping]
+    tracing::info!("mail goes to {}", services.transport.describe());
+    let delivery = tokio::spawn(services.delivery().run());
+    vec![
+        reload,
+        revocations,
+        activity,
+        checkpoint,
+        housekeeping,
+        delivery,
+    ]
 }
 
 /// Runs `job` every `period`, the first time one period from now; a slow run delays the next

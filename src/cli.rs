@@ -10,10 +10,16 @@ use serde_json::json;
 use crate::app::{Application, shutdown_signal};
 use crate::clock::{Clock, rfc3339};
 use crate::config::{Settings, SettingsArgs};
-use crate::domain::{Email, FullName};
+use crate::domain::{Email, FullName, Role};
 use crate::error::Error;
 use crate::services::{Services, open_store};
 use crate::telemetry;
+
+mod audit;
+mod clients;
+
+use audit::audit;
+use clients::clients;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -40,6 +46,9 @@ pub enum Command {
     /// Manage signing keys
     #[command(subcommand)]
     Keys(KeysCommand),
+    /// Manage the API clients that may introspect tokens (RFC 7662)
+    #[command(subcommand)]
+    Clients(ClientsCommand),
     /// Print the OpenAPI document of the HTTP API
     Openapi,
     /// Print the audit trail, oldest first
@@ -93,6 +102,36 @@ pub enum UserCommand {
     /// Turn two-factor authentication off for an account
     #[command(name = "reset-2fa")]
     Reset2fa { email: String },
+    /// Create an account without a password and mail its owner an invitation link; prints its id
+    Invite {
+        #[arg(long)]
+        email: String,
+        #[arg(long)]
+        name: String,
+        /// Give the new account this role (repeatable)
+        #[arg(long = "role", value_name = "ROLE")]
+        role: Vec<String>,
+    },
+    /// Print an account's roles, one a line, after adding and removing the ones given
+    Roles {
+        email: String,
+        /// Give the account this role (repeatable)
+        #[arg(long = "add", value_name = "ROLE")]
+        add: Vec<String>,
+        /// Take this role from the account (repeatable)
+        #[arg(long = "remove", value_name = "ROLE")]
+        remove: Vec<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClientsCommand {
+    /// Register a client; prints its id and its secret, which is shown only this once
+    Add { name: String },
+    /// Print each client's id, creation time and name
+    List,
+    /// Remove a client: its introspection calls are refused within a second
+    Remove { id: String },
 }
 
 #[derive(Debug, Subcommand)]
@@ -173,6 +212,7 @@ async fn execute(command: Command, settings: Settings) -> anyhow::Result<()> {
         }
         Command::User(command) => user(command, &services(&settings).await?).await,
         Command::Keys(command) => keys(command, &services(&settings).await?).await,
+        Command::Clients(command) => clients(command, &services(&settings).await?).await,
     }
 }
 
@@ -192,6 +232,14 @@ fn explain(error: Error, email: &Email) -> anyhow::Error {
         Error::Internal(cause) | Error::Unavailable(cause) => cause,
         other => anyhow::anyhow!("{other}"),
     }
+}
+
+/// Role names as given on the command line, each checked.
+fn roles(names: &[String]) -> anyhow::Result<Vec<Role>> {
+    names
+        .iter()
+        .map(|n| Role::parse(n).map_err(|reason| anyhow::anyhow!("{reason}")))
+        .collect()
 }
 
 /// One line of standard input, without its line ending.
@@ -237,7 +285,8 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
                     .map(|u| {
                         json!({
                             "id": u.id, "email": u.email, "fullName": u.full_name, "disabled": u.disabled,
-                            "twoFactorEnabled": u.two_factor_enabled(), "createdAt": rfc3339(u.created_at),
+                            "twoFactorEnabled": u.two_factor_enabled(), "roles": u.roles,
+                            "createdAt": rfc3339(u.created_at), "emailVerified": u.email_verified,
                         })
                     })
                     .collect();
@@ -294,6 +343,41 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
                 .map_err(|e| explain(e, &email))?;
             eprintln!("gatehouse: two-factor authentication is off for {email}");
         }
+        UserCommand::Invite {
+            email: raw,
+            name,
+            role,
+        } => {
+            let email = email(&raw)?;
+            let name =
+                FullName::parse(&name).map_err(|reason| anyhow::anyhow!("the name {reason}"))?;
+            // Checked before anything is made, so a bad role leaves no half-made invitation.
+            let roles = roles(&role)?;
+            let user = auth
+                .invite_user(&email, &name)
+                .await
+                .map_err(|e| explain(e, &email))?;
+            if !roles.is_empty() {
+                auth.change_roles(&email, &roles, &[])
+                    .await
+                    .map_err(|e| explain(e, &email))?;
+            }
+            println!("{}", user.id);
+        }
+        UserCommand::Roles {
+            email: raw,
+            add,
+            remove,
+        } => {
+            let email = email(&raw)?;
+            let roles = auth
+                .change_roles(&email, &roles(&add)?, &roles(&remove)?)
+                .await
+                .map_err(|e| explain(e, &email))?;
+            for role in roles {
+                println!("{role}");
+            }
+        }
     }
     Ok(())
 }
@@ -326,85 +410,6 @@ async fn keys(command: KeysCommand, services: &Services) -> anyhow::Result<()> {
                 crate::app::KEY_RELOAD_INTERVAL.as_secs()
             );
         }
-    }
-    Ok(())
-}
-
-/// `--since`: an RFC 3339 time, or a span back from now.
-fn parse_since(text: &str, now: i64) -> anyhow::Result<i64> {
-    if let Ok(t) = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
-    {
-        return Ok((t.unix_timestamp_nanos() / 1_000_000) as i64);
-    }
-    match humantime::parse_duration(text) {
-        Ok(span) => Ok(now - span.as_millis() as i64),
-        Err(_) => anyhow::bail!(
-            "--since {text:?} is neither an RFC 3339 time (2026-11-21T08:00:00Z) nor a span (24h, 7d)"
-        ),
-    }
-}
-
-async fn audit(
-    user: Option<String>,
-    since: Option<String>,
-    json: bool,
-    services: &Services,
-) -> anyhow::Result<()> {
-    let since = parse_since(since.as_deref().unwrap_or("24h"), services.clock.now_ms())?;
-    let user_id = match user {
-        Some(email) => {
-            let email =
-                Email::parse(&email).map_err(|reason| anyhow::anyhow!("--user {reason}"))?;
-            Some(
-                services
-                    .store
-                    .user_by_email(&email.normalized())
-                    .await?
-                    .ok_or_else(|| anyhow::anyhow!("no account has the e-mail {email}"))?
-                    .id,
-            )
-        }
-        None => None,
-    };
-    let events = services.store.events(since, user_id).await?;
-    if json {
-        let items: Vec<serde_json::Value> = events
-            .iter()
-            .map(|e| {
-                serde_json::json!({
-                    "at": rfc3339(e.at),
-                    "event": e.event,
-                    "userId": e.user_id,
-                    "email": e.email,
-                    "sessionId": e.session_id,
-                    "ip": e.ip,
-                    "userAgent": e.user_agent,
-                    "detail": e.detail,
-                })
-            })
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&items)?);
-        return Ok(());
-    }
-    for e in &events {
-        let mut line = format!("{}  {:<26}", rfc3339(e.at), e.event);
-        if let Some(email) = &e.email {
-            line.push_str(&format!("  user={email}"));
-        }
-        if let Some(session) = e.session_id {
-            line.push_str(&format!("  session={session}"));
-        }
-        if let Some(ip) = &e.ip {
-            line.push_str(&format!("  ip={ip}"));
-        }
-        if let Some(detail) = &e.detail {
-            line.push_str(&format!("  {detail}"));
-        }
-        if let Some(agent) = &e.user_agent {
-            // Quoted with escapes: a user agent is the client's text, and must not forge lines.
-            line.push_str(&format!("  agent={agent:?}"));
-        }
-        println!("{line}");
     }
     Ok(())
 }

@@ -71,9 +71,62 @@ impl FullName {
     }
 }
 
+/// A role name (docs/api.md §6): `[a-z0-9][a-z0-9_.:-]{0,63}`. No blanks, commas or upper case, so
+/// a list of roles is safe to join with spaces (storage) or commas (`Remote-Groups`).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Role(String);
+
+impl Role {
+    pub const MAX_LENGTH: usize = 64;
+
+    pub fn parse(input: &str) -> Result<Role, String> {
+        let bytes = input.as_bytes();
+        let first_ok = bytes
+            .first()
+            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+        let rest_ok = bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"_.:-".contains(b));
+        if !first_ok || !rest_ok || bytes.len() > Self::MAX_LENGTH {
+            return Err(format!(
+                "{input:?} is not a role name: 1 to {} of a-z 0-9 _ . : - starting with a letter or digit",
+                Self::MAX_LENGTH
+            ));
+        }
+        Ok(Role(input.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for Role {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn role_names() {
+        for good in [
+            "admin",
+            "ops",
+            "0",
+            "team:billing",
+            "a.b_c-d",
+            &"r".repeat(64),
+        ] {
+            assert_eq!(Role::parse(good).unwrap().as_str(), good);
+        }
+        for bad in ["", "Admin", "-x", "_x", "a b", "a,b", "é", &"r".repeat(65)] {
+            assert!(Role::parse(bad).is_err(), "{bad:?}");
+        }
+    }
 
     #[test]
     fn emails_are_trimmed_and_matched_without_case() {

@@ -66,6 +66,19 @@ pub enum Error {
     Overloaded { retry_after: u64 },
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
+    /// A passkey ceremony failed, whatever the reason (unknown, expired or used ceremony, bad
+    /// signature, wrong origin, cloned authenticator): the reason is audited, never answered.
+    #[error("the passkey could not be verified: start again")]
+    PasskeyInvalid,
+    /// No relying party is configured (the public URL's host is an IP address).
+    #[error("passkeys are not set up on this server")]
+    PasskeysOff,
+    /// A mailed token (reset, verification, invitation) unknown, expired, used or voided.
+    #[error("this link is not valid: it has expired, was used, or a newer one was sent")]
+    LinkInvalid,
+    /// A right password for an account whose address is not verified, where that is required.
+    #[error("confirm your e-mail address first: open the link mailed to you")]
+    EmailNotVerified,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

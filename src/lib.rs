@@ -10,6 +10,7 @@
 
 mod app;
 mod auth;
+mod authz;
 pub mod cli;
 pub mod clock;
 pub mod config;
@@ -17,6 +18,7 @@ mod crm;
 mod domain;
 mod error;
 mod http;
+mod mail;
 mod metrics;
 mod private_files;
 mod server;

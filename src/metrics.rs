@@ -113,6 +113,15 @@ pub struct Metrics {
     pub hash_queue: Gauge,
     pub hash_wait: Histogram,
     pub db_connections: Family<PoolState, Gauge>,
+    pub mail_queued: Family<MailLabels, Counter>,
+    pub mail_sent: Family<MailLabels, Counter>,
+    pub mail_failed: Family<MailLabels, Counter>,
+    pub mail_outbox_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct MailLabels {
+    pub kind: String,
 }
 
 impl Default for Metrics {
@@ -182,7 +191,35 @@ impl Metrics {
             "Database pool connections by state (idle, in_use), read at scrape time",
             db_connections.clone(),
         );
+        let mail_queued = Family::default();
+        registry.register(
+            "mail_queued",
+            "Mails written to the outbox, by kind (reset, verify, email_change, invitation, notice)",
+            mail_queued.clone(),
+        );
+        let mail_sent = Family::default();
+        registry.register(
+            "mail_sent",
+            "Mails delivered by this instance (to the SMTP server, or to a file), by kind",
+            mail_sent.clone(),
+        );
+        let mail_failed = Family::default();
+        registry.register(
+            "mail_failed",
+            "Delivery attempts that failed and will be retried, by kind",
+            mail_failed.clone(),
+        );
+        let mail_outbox_age = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
+        registry.register(
+            "mail_outbox_age_seconds",
+            "Age of the oldest mail waiting in the outbox (0 when empty), read by each delivery pass",
+            mail_outbox_age.clone(),
+        );
         Metrics {
+            mail_queued,
+            mail_sent,
+            mail_failed,
+            mail_outbox_age,
             registry,
             requests,
             request_duration,
@@ -235,6 +272,27 @@ impl Metrics {
                 status,
             })
             .inc();
+    }
+
+    pub fn mail_queued(&self, kind: &str) {
+        let kind = kind.to_owned();
+        self.mail_queued.get_or_create(&MailLabels { kind }).inc();
+    }
+
+    pub fn mail_sent(&self, kind: &str) {
+        let kind = kind.to_owned();
+        self.mail_sent.get_or_create(&MailLabels { kind }).inc();
+    }
+
+    pub fn mail_failed(&self, kind: &str) {
+        let kind = kind.to_owned();
+        self.mail_failed.get_or_create(&MailLabels { kind }).inc();
+    }
+
+    /// `age_ms`: of the oldest waiting mail, none when the outbox is empty.
+    pub fn mail_outbox_age(&self, age_ms: Option<i64>) {
+        self.mail_outbox_age
+            .set(age_ms.unwrap_or(0).max(0) as f64 / 1000.0);
     }
 
     /// The text exposition of every metric.

@@ -10,13 +10,17 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::auth::crypto::Secrets;
+use crate::auth::directory::Directory;
 use crate::auth::live::LiveSessions;
 use crate::auth::password::PasswordHasher;
 use crate::auth::tokens::{Keyring, LEEWAY, Tokens};
-use crate::auth::{AuthParts, AuthService, AuthSettings};
+use crate::auth::{AuthParts, AuthService, AuthSettings, LinkSettings};
 use crate::clock::Clock;
 use crate::config::{MasterKey, Settings};
 use crate::crm::Contacts;
+use crate::mail::templates::Templates;
+use crate::mail::transport::Transport;
+use crate::mail::{LinkLifetimes, Mailer, MailerParts};
 use crate::metrics::Metrics;
 use crate::private_files;
 use crate::store::Store;
@@ -30,9 +34,14 @@ pub struct Services {
     pub clock: Clock,
     pub keyring: Arc<Keyring>,
     pub live: Arc<LiveSessions>,
+    pub directory: Arc<Directory>,
     pub metrics: Arc<Metrics>,
     pub auth: AuthService,
     pub contacts: Contacts,
+    pub mailer: Arc<Mailer>,
+    pub transport: Arc<Transport>,
+    mail_retry_max: Duration,
+    mail_lease: Duration,
 }
 
 impl Services {
@@ -56,7 +65,9 @@ impl Services {
                 .await
                 .context("cannot read the revoked sessions")?,
         );
+        let directory = Arc::new(Directory::new(store.clone(), clock.clone()));
         let metrics = Arc::new(Metrics::new());
+        let (mailer, transport) = mail(settings, secrets.clone(), metrics.clone())?;
         let auth = AuthService::new(
             AuthParts {
                 store: store.clone(),
@@ -64,8 +75,11 @@ impl Services {
                 tokens,
                 secrets: secrets.clone(),
                 live: live.clone(),
+                directory: directory.clone(),
                 hasher: PasswordHasher::new(metrics.clone()),
                 metrics: metrics.clone(),
+                webauthn: relying_party(settings)?.map(Arc::new),
+                mailer: mailer.clone(),
             },
             AuthSettings {
                 rate_limit: settings.rate_limit,
@@ -74,6 +88,12 @@ impl Services {
                 refresh_ttl: settings.refresh_token_ttl,
                 temp_ttl: settings.temp_token_ttl,
                 reuse_grace: settings.refresh_reuse_grace,
+                links: LinkSettings {
+                    reset_ttl: settings.mail.reset_token_ttl,
+                    verify_ttl: settings.mail.verify_token_ttl,
+                    invite_ttl: settings.mail.invite_token_ttl,
+                    require_verified_email: settings.mail.require_verified_email,
+                },
             },
         );
         let contacts = Contacts::new(store.clone(), secrets, clock.clone());
@@ -82,11 +102,74 @@ impl Services {
             clock,
             keyring,
             live,
+            directory,
             metrics,
             auth,
             contacts,
+            mailer,
+            transport,
+            mail_retry_max: settings.mail.retry_max,
+            mail_lease: crate::mail::delivery::lease(settings.mail.smtp_timeout),
         })
     }
+}
+
+/// The WebAuthn relying party of the settings (checked there already: `config::webauthn`), or
+/// `None` when passkeys are off.
+fn relying_party(settings: &Settings) -> anyhow::Result<Option<webauthn_rs::Webauthn>> {
+    use webauthn_rs::prelude::{Url, WebauthnBuilder};
+    let Some(rp) = &settings.webauthn else {
+        tracing::debug!("passkeys are off: GATEHOUSE_PUBLIC_URL names no domain");
+        return Ok(None);
+    };
+    let origins = rp
+        .origins
+        .iter()
+        .map(|o| Url::parse(o))
+        .collect::<Result<Vec<_>, _>>()
+        .context("GATEHOUSE_WEBAUTHN_ORIGINS")?;
+    let (first, rest) = origins
+        .split_first()
+        .context("GATEHOUSE_WEBAUTHN_ORIGINS is empty")?;
+    let mut builder = WebauthnBuilder::new(&rp.id, first)
+        .context("GATEHOUSE_WEBAUTHN_RP_ID does not suit GATEHOUSE_WEBAUTHN_ORIGINS")?
+        .rp_name("Gatehouse")
+        .timeout(crate::auth::passkeys::CEREMONY_TTL);
+    for origin in rest {
+        builder = builder.append_allowed_origin(origin);
+    }
+    Ok(Some(builder.build().context("the WebAuthn relying party")?))
+}
+
+/// The mailer (templates, sender, links) and the transport its mail goes out by.
+fn mail(
+    settings: &Settings,
+    secrets: Arc<Secrets>,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<(Arc<Mailer>, Arc<Transport>)> {
+    let mail = &settings.mail;
+    let from = mail.from.parse().map_err(|_| {
+        anyhow::anyhow!(
+            "GATEHOUSE_MAIL_FROM ({}) is not a mailbox, e.g. Gatehouse <no-reply@example.com>",
+            mail.from
+        )
+    })?;
+    let templates = Templates::load(mail.templates.as_deref())?;
+    let transport = Transport::new(mail)?;
+    let mailer = Mailer::new(MailerParts {
+        templates,
+        from,
+        public_url: settings.public_url.clone(),
+        product_name: mail.product_name.clone(),
+        lifetimes: LinkLifetimes {
+            reset: mail.reset_token_ttl,
+            verify: mail.verify_token_ttl,
+            invite: mail.invite_token_ttl,
+        },
+        secrets,
+        metrics,
+    });
+    Ok((Arc::new(mailer), Arc::new(transport)))
 }
 
 /// Connects and brings the schema up to date.
@@ -165,4 +248,19 @@ fn create_key_file(path: &Path, key: &MasterKey) -> std::io::Result<()> {
     let mut file = options.open(path)?;
     writeln!(file, "{}", key.encode())?;
     file.sync_all()
+}
+
+impl Services {
+    /// The outbox's delivery worker over these services.
+    pub fn delivery(&self) -> crate::mail::delivery::Delivery {
+        crate::mail::delivery::Delivery {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            mailer: self.mailer.clone(),
+            transport: self.transport.clone(),
+            metrics: self.metrics.clone(),
+            retry_max: self.mail_retry_max,
+            lease: self.mail_lease,
+        }
+    }
 }

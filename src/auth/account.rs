@@ -9,6 +9,7 @@ use super::model::{Account, ClientInfo, EndReason, Principal, User};
 use super::password::check_policy;
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result};
+use crate::mail::Notice;
 use crate::store::users::NewUser;
 
 impl AuthService {
@@ -20,8 +21,10 @@ impl AuthService {
             two_factor_enabled: user.two_factor_enabled(),
             recovery_codes_remaining: remaining,
             created_at: user.created_at,
+            email_verified: user.email_verified,
             email: user.email,
             full_name: user.full_name,
+            roles: user.roles,
         })
     }
 
@@ -47,6 +50,7 @@ impl AuthService {
         };
         self.audit(event, Some(user.id), Some(who.session_id), Some(client))
             .await;
+        self.notify(&user, Notice::PasswordChanged).await;
         Ok(ended)
     }
 
@@ -84,8 +88,7 @@ impl AuthService {
         self.throttle.registration_from(client.ip)?;
         check_policy(password.expose_secret())?;
         let hash = self.hasher.hash_for_registration(password).await?;
-        self.insert_user(email, name, &hash, Origin::Registration, Some(client))
-            .await
+        self.insert_registered(email, name, &hash, client).await
     }
 
     /// Creates an account with a checked password (`user add`, registration).

@@ -8,8 +8,9 @@ use super::audit::{Actor, AuditEvent, Origin};
 use super::model::{EndReason, User};
 use super::password::check_policy;
 use super::tokens::new_key;
-use crate::domain::{Email, FullName};
+use crate::domain::{Email, FullName, Role};
 use crate::error::{Error, Result};
+use crate::mail::Notice;
 
 impl AuthService {
     /// `gatehouse user add`.
@@ -74,7 +75,55 @@ impl AuthService {
             sessions_ended,
         };
         self.audit(event, Some(user.id), None, None).await;
+        self.notify(&user, Notice::PasswordChanged).await;
         Ok(sessions_ended)
+    }
+
+    /// Adds and removes roles (an added role that is also removed stays off); returns the roles
+    /// the account has now. Every instance's forward-auth and introspection answer with them
+    /// within `live::SYNC_INTERVAL`; access tokens carry them from the next refresh.
+    pub async fn change_roles(
+        &self,
+        email: &Email,
+        add: &[Role],
+        remove: &[Role],
+    ) -> Result<Vec<String>> {
+        loop {
+            let user = self.find_user(email).await?;
+            let mut roles: Vec<String> = user.roles.clone();
+            roles.extend(add.iter().map(|r| r.as_str().to_owned()));
+            roles.retain(|r| !remove.iter().any(|x| x.as_str() == r));
+            roles.sort();
+            roles.dedup();
+            if roles == user.roles {
+                return Ok(roles);
+            }
+            let now = self.clock.now_ms();
+            if !self
+                .store
+                .set_roles(user.id, &user.roles, &roles, now)
+                .await?
+            {
+                // Changed by someone else since it was read: apply the change to theirs.
+                continue;
+            }
+            self.directory.forget(user.id);
+            let event = AuditEvent::RolesChanged {
+                added: roles
+                    .iter()
+                    .filter(|r| !user.roles.contains(r))
+                    .cloned()
+                    .collect(),
+                removed: user
+                    .roles
+                    .iter()
+                    .filter(|r| !roles.contains(r))
+                    .cloned()
+                    .collect(),
+            };
+            self.audit(event, Some(user.id), None, None).await;
+            return Ok(roles);
+        }
     }
 
     /// Turns 2FA off for an account that lost its authenticator.
@@ -85,6 +134,7 @@ impl AuthService {
             .await?;
         let event = AuditEvent::TwoFactorDisabled { by: Actor::Cli };
         self.audit(event, Some(user.id), None, None).await;
+        self.notify(&user, Notice::TwoFactorDisabled).await;
         Ok(())
     }
 

@@ -73,6 +73,60 @@ pub enum AuditEvent {
     KeyRevoked {
         kid: String,
     },
+    /// The account's roles were changed (`gatehouse user roles`).
+    RolesChanged {
+        added: Vec<String>,
+        removed: Vec<String>,
+    },
+    ClientAdded {
+        client: Uuid,
+    },
+    ClientRemoved {
+        client: Uuid,
+    },
+    PasskeyAdded {
+        passkey: Uuid,
+    },
+    PasskeyRemoved {
+        passkey: Uuid,
+    },
+    /// A sign-in with a passkey alone.
+    PasskeyLogin {
+        passkey: Uuid,
+    },
+    /// A passkey completed a password login's 2FA challenge.
+    PasskeySecondFactor {
+        passkey: Uuid,
+    },
+    /// A passkey ceremony failed; `reason` is a fixed word, never client input.
+    PasskeyFailed {
+        reason: &'static str,
+    },
+    /// A passkey's counter did not move past the stored one: possibly a cloned authenticator.
+    PasskeyCloneDetected {
+        passkey: Uuid,
+        stored: i64,
+        /// The counter presented, when the check that refused it knew it.
+        presented: Option<i64>,
+    },
+    /// A reset link was mailed.
+    PasswordResetRequested,
+    /// A reset was asked for an account that had its share of reset mails this hour: no mail.
+    PasswordResetThrottled,
+    PasswordReset {
+        sessions_ended: u64,
+    },
+    EmailVerificationSent,
+    EmailVerified,
+    EmailChangeRequested,
+    EmailChanged,
+    UserInvited,
+    InvitationAccepted,
+    AccountDeleted {
+        sessions_ended: u64,
+    },
+    /// A registration with an address in use (the address is not recorded).
+    RegistrationRefused,
 }
 
 impl AuditEvent {
@@ -99,6 +153,26 @@ impl AuditEvent {
             UserEnabled => "user.enabled",
             KeyRotated { .. } => "key.rotated",
             KeyRevoked { .. } => "key.revoked",
+            RolesChanged { .. } => "user.roles_changed",
+            ClientAdded { .. } => "client.added",
+            ClientRemoved { .. } => "client.removed",
+            PasskeyAdded { .. } => "passkey.added",
+            PasskeyRemoved { .. } => "passkey.removed",
+            PasskeyLogin { .. } => "login.succeeded",
+            PasskeySecondFactor { .. } => "two_factor.succeeded",
+            PasskeyFailed { .. } => "passkey.failed",
+            PasskeyCloneDetected { .. } => "passkey.clone_detected",
+            PasswordResetRequested => "password.reset_requested",
+            PasswordResetThrottled => "password.reset_throttled",
+            PasswordReset { .. } => "password.reset",
+            EmailVerificationSent => "email.verification_sent",
+            EmailVerified => "email.verified",
+            EmailChangeRequested => "email.change_requested",
+            EmailChanged => "email.changed",
+            UserInvited => "user.invited",
+            InvitationAccepted => "invitation.accepted",
+            AccountDeleted { .. } => "user.deleted",
+            RegistrationRefused => "registration.refused",
         }
     }
 
@@ -133,6 +207,39 @@ impl AuditEvent {
             UserEnabled => "via=cli".into(),
             KeyRotated { kid } => format!("kid={kid} via=cli"),
             KeyRevoked { kid } => format!("kid={kid} via=cli"),
+            RolesChanged { added, removed } => format!(
+                "via=cli added={} removed={}",
+                added.join(","),
+                removed.join(",")
+            ),
+            ClientAdded { client } => format!("client={client} via=cli"),
+            ClientRemoved { client } => format!("client={client} via=cli"),
+            PasskeyAdded { passkey } | PasskeyRemoved { passkey } => format!("passkey={passkey}"),
+            PasskeyLogin { passkey } | PasskeySecondFactor { passkey } => {
+                format!("passkey passkey={passkey}")
+            }
+            PasskeyFailed { reason } => format!("reason={reason}"),
+            PasskeyCloneDetected {
+                passkey,
+                stored,
+                presented: Some(presented),
+            } => format!("passkey={passkey} stored_counter={stored} presented_counter={presented}"),
+            PasskeyCloneDetected {
+                passkey, stored, ..
+            } => format!("passkey={passkey} stored_counter={stored}"),
+            PasswordReset { sessions_ended } => format!("via=link sessions_ended={sessions_ended}"),
+            UserInvited => "via=cli".into(),
+            AccountDeleted { sessions_ended } => {
+                format!("by=owner sessions_ended={sessions_ended}")
+            }
+            RegistrationRefused => "email_taken".into(),
+            PasswordResetRequested
+            | PasswordResetThrottled
+            | EmailVerificationSent
+            | EmailVerified
+            | EmailChangeRequested
+            | EmailChanged
+            | InvitationAccepted => return None,
             LoginChallenged
             | TwoFactorFailed
             | RecoveryCodeUsed

@@ -15,6 +15,8 @@ pub struct Secrets {
     seal: XChaCha20Poly1305,
     recovery_mac: [u8; 32],
     cursor_mac: [u8; 32],
+    client_mac: [u8; 32],
+    passkey_decoy_mac: [u8; 32],
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -36,6 +38,8 @@ impl Secrets {
             seal: XChaCha20Poly1305::new(&derive(b"seal/v1").into()),
             recovery_mac: derive(b"recovery-code/v1"),
             cursor_mac: derive(b"cursor/v1"),
+            client_mac: derive(b"api-client-secret/v1"),
+            passkey_decoy_mac: derive(b"passkey-decoy/v1"),
         }
     }
 
@@ -75,6 +79,17 @@ impl Secrets {
     /// Keyed hash of a normalised recovery code.
     pub fn recovery_code_hash(&self, user: &[u8], code: &str) -> [u8; 32] {
         hmac(&self.recovery_mac, &[user, code.as_bytes()])
+    }
+
+    /// Keyed hash of an API client's secret, bound to the client's id.
+    pub fn client_secret_hash(&self, client: &[u8], secret: &str) -> [u8; 32] {
+        hmac(&self.client_mac, &[client, secret.as_bytes()])
+    }
+
+    /// The stable, made-up credential id offered for an e-mail without passkeys, so that its
+    /// sign-in options look like an account's (`auth::passkeys::login`).
+    pub fn passkey_decoy(&self, email_normalized: &str) -> [u8; 32] {
+        hmac(&self.passkey_decoy_mac, &[email_normalized.as_bytes()])
     }
 
     /// Keyed tag that makes list cursors unforgeable.

@@ -8,6 +8,7 @@ use super::audit::{Actor, AuditEvent};
 use super::model::{ClientInfo, Principal, TwoFactorSetup, User};
 use super::totp;
 use crate::error::{Error, Result};
+use crate::mail::Notice;
 
 impl AuthService {
     /// Makes a new TOTP secret, pending until `enable_two_factor` confirms a code from it. A
@@ -76,6 +77,7 @@ impl AuthService {
             Some(client),
         )
         .await;
+        self.notify(&user, Notice::TwoFactorEnabled).await;
         Ok(codes)
     }
 
@@ -101,6 +103,7 @@ impl AuthService {
         let event = AuditEvent::TwoFactorDisabled { by: Actor::Owner };
         self.audit(event, Some(user.id), Some(who.session_id), Some(client))
             .await;
+        self.notify(&user, Notice::TwoFactorDisabled).await;
         Ok(())
     }
 
@@ -133,6 +136,7 @@ impl AuthService {
             Some(client),
         )
         .await;
+        self.notify(&user, Notice::RecoveryCodesRegenerated).await;
         Ok(codes)
     }
 

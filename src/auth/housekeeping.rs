@@ -26,7 +26,7 @@ const BATCH_PAUSE: Duration = Duration::from_millis(20);
 impl AuthService {
     /// Sessions lapsed or revoked longer ago than any access token lives, refresh-token records
     /// consumed before the grace window (reuse of such a token is still detected: see
-    /// `already_rotated`), expired challenges, idle throttle state, audit events past retention.
+    /// `already_rotated`), expired challenges and passkey ceremonies, idle throttle state, audit events past retention.
     pub async fn housekeep(&self) -> Result<Purged> {
         let now = self.clock.now_ms();
         let ended_before = now - self.live.horizon_ms();
@@ -44,9 +44,14 @@ impl AuthService {
                 .await?;
         p.refresh_tokens =
             (self.purge(Purge::ConsumedRefreshTokens, consumed_before, longest)).await?;
-        p.challenges = self.purge(Purge::ExpiredChallenges, now, longest).await?;
+        // 2FA challenges and passkey ceremonies: both are challenges a client did not answer.
+        p.challenges = self.purge(Purge::ExpiredChallenges, now, longest).await?
+            + self.purge(Purge::ExpiredCeremonies, now, longest).await?;
         p.throttles = self.purge(Purge::IdleThrottles, now, longest).await?;
         p.audit_events = (self.purge(Purge::OldAuditEvents, now - retention, longest)).await?;
+        // Kept an hour past expiry: the per-account limits of mails count the last hour's tokens.
+        let tokens_before = now - 3_600_000;
+        p.mail_tokens = (self.purge(Purge::ExpiredMailTokens, tokens_before, longest)).await?;
         Ok(p)
     }
 
@@ -60,6 +65,8 @@ impl AuthService {
         loop {
             let (deleted, took) = self.store.purge_batch(kind, before, limit).await?;
             *longest = (*longest).max(took);
+            // The batch's pages copied back now, by the purge, not by whoever writes next.
+            self.store.checkpoint().await?;
             total += deleted;
             if deleted < limit as u64 {
                 return Ok(total);

@@ -74,6 +74,10 @@ impl AuthService {
             self.audit(event, Some(user.id), None, Some(client)).await;
             return Err(Error::AccountDisabled);
         }
+        // After the password: only the account's owner learns that the address is unverified.
+        if self.settings.links.require_verified_email && !user.email_verified {
+            return Err(Error::EmailNotVerified);
+        }
         if needs_rehash {
             self.upgrade_hash_later(&user, candidate);
         }
@@ -161,18 +165,12 @@ impl AuthService {
         result
     }
 
-    async fn second_factor_attempt(
-        &self,
-        temp_token: &str,
-        code: &str,
-        client: &ClientInfo,
-    ) -> Result<TokenSet> {
-        self.throttle.attempt_from(client.ip)?;
-        let hash = sha256(temp_token.as_bytes());
-        let now = self.clock.now_ms();
+    /// The account of a live 2FA challenge (live, unused, attempts left), unless it was disabled
+    /// since the challenge was made.
+    pub(super) async fn challenged_user(&self, token_hash: &[u8; 32], now: i64) -> Result<User> {
         let user_id = self
             .store
-            .challenge_user(&hash, MAX_CHALLENGE_ATTEMPTS, now)
+            .challenge_user(token_hash, MAX_CHALLENGE_ATTEMPTS, now)
             .await?
             .ok_or(Error::TempTokenInvalid)?;
         let user = self
@@ -183,6 +181,19 @@ impl AuthService {
         if user.disabled {
             return Err(Error::AccountDisabled);
         }
+        Ok(user)
+    }
+
+    async fn second_factor_attempt(
+        &self,
+        temp_token: &str,
+        code: &str,
+        client: &ClientInfo,
+    ) -> Result<TokenSet> {
+        self.throttle.attempt_from(client.ip)?;
+        let hash = sha256(temp_token.as_bytes());
+        let now = self.clock.now_ms();
+        let user = self.challenged_user(&hash, now).await?;
         // 2FA may have been reset by an administrator since the challenge was made.
         let sealed = user.totp_secret.as_deref().ok_or(Error::TempTokenInvalid)?;
         // A wait is answered before an attempt of the challenge is taken: a 429 uses none of them.

@@ -11,14 +11,17 @@ use uuid::Uuid;
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::mail::Mailer;
 use crate::metrics::Metrics;
 use crate::store::Store;
 use crate::store::sessions::NewSession;
 
 pub mod audit;
 pub mod crypto;
+pub mod directory;
 pub mod live;
 pub mod model;
+pub mod passkeys;
 pub mod password;
 pub mod throttle;
 pub mod tokens;
@@ -26,14 +29,22 @@ pub mod totp;
 
 mod account;
 mod admin;
+mod clients;
 mod enrolment;
 mod housekeeping;
+mod identity;
+mod invitation;
+mod leaving;
 mod login;
+mod notices;
+mod recovery;
 mod second_factor;
 mod sessions;
+mod verification;
 
 use audit::{AuditEvent, Auditor};
 use crypto::Secrets;
+use directory::Directory;
 use live::LiveSessions;
 use model::{ClientInfo, EndReason, Principal, RefreshRecord, TokenSet, User, UserSummary};
 use password::{PasswordHasher, Verdict};
@@ -56,6 +67,15 @@ pub struct AuthSettings {
     pub refresh_ttl: Duration,
     pub temp_ttl: Duration,
     pub reuse_grace: Duration,
+    /// Mailed links: their lifetimes, and whether logins need a verified address.
+    pub links: LinkSettings,
+}
+
+pub struct LinkSettings {
+    pub reset_ttl: Duration,
+    pub verify_ttl: Duration,
+    pub invite_ttl: Duration,
+    pub require_verified_email: bool,
 }
 
 pub struct AuthService {
@@ -65,10 +85,17 @@ pub struct AuthService {
     tokens: Tokens,
     secrets: Arc<Secrets>,
     live: Arc<LiveSessions>,
+    directory: Arc<Directory>,
+    known_clients: clients::KnownClients,
     throttle: Throttle,
     metrics: Arc<Metrics>,
     auditor: Auditor,
     settings: AuthSettings,
+    /// The relying party of passkeys; `None` when passkeys are off.
+    webauthn: Option<Arc<webauthn_rs::Webauthn>>,
+    mailer: Arc<Mailer>,
+    /// Forgotten-password requests being handled off their request's path.
+    resets: recovery::ResetDesk,
 }
 
 /// What every flow needs to build the service, from start-up.
@@ -78,8 +105,12 @@ pub struct AuthParts {
     pub tokens: Tokens,
     pub secrets: Arc<Secrets>,
     pub live: Arc<LiveSessions>,
+    pub directory: Arc<Directory>,
     pub metrics: Arc<Metrics>,
     pub hasher: PasswordHasher,
+    /// The relying party of passkeys (`services::relying_party`); `None`: passkeys are off.
+    pub webauthn: Option<Arc<webauthn_rs::Webauthn>>,
+    pub mailer: Arc<Mailer>,
 }
 
 impl AuthService {
@@ -91,14 +122,19 @@ impl AuthService {
                 settings.rate_limit,
             ),
             auditor: Auditor::new(parts.store.clone(), parts.clock.clone()),
+            resets: recovery::ResetDesk::new(settings.rate_limit),
+            mailer: parts.mailer,
             store: parts.store,
             clock: parts.clock,
             hasher: parts.hasher,
             tokens: parts.tokens,
             secrets: parts.secrets,
             live: parts.live,
+            directory: parts.directory,
+            known_clients: Default::default(),
             metrics: parts.metrics,
             settings,
+            webauthn: parts.webauthn,
         }
     }
 
@@ -179,6 +215,7 @@ impl AuthService {
                 user.id,
                 refresh.session_id,
                 amr,
+                &user.roles,
                 self.clock.now_seconds(),
             )?,
             refresh_token: self.tokens.refresh(
@@ -261,12 +298,15 @@ mod tests {
         AuthService::new(
             AuthParts {
                 tokens: Tokens::new(keyring, clock.clone(), "i", "a", Duration::from_secs(60)),
+                directory: Arc::new(Directory::new(store.clone(), clock.clone())),
                 store,
                 clock,
-                secrets,
                 live,
+                mailer: Arc::new(Mailer::for_tests(secrets.clone(), metrics.clone())),
+                secrets,
                 metrics,
                 hasher,
+                webauthn: None,
             },
             AuthSettings {
                 rate_limit: true,
@@ -275,6 +315,12 @@ mod tests {
                 refresh_ttl: Duration::from_secs(600),
                 temp_ttl: Duration::from_secs(60),
                 reuse_grace: Duration::from_secs(10),
+                links: LinkSettings {
+                    reset_ttl: Duration::from_secs(3600),
+                    verify_ttl: Duration::from_secs(3600),
+                    invite_ttl: Duration::from_secs(3600),
+                    require_verified_email: false,
+                },
             },
         )
     }

@@ -26,7 +26,12 @@ pub struct User {
     pub auth_epoch: i64,
     /// Until when the next second-factor code must wait, after wrong codes in a row (ms).
     pub second_factor_blocked_until: Option<i64>,
+    /// Role names (docs/api.md §6), sorted.
+    pub roles: Vec<String>,
     pub created_at: i64,
+    /// Whether the address is known to reach the owner (a mailed link came back, or an operator
+    /// made the account).
+    pub email_verified: bool,
 }
 
 impl User {
@@ -64,6 +69,31 @@ pub struct RefreshRecord {
 pub struct ClientInfo {
     pub ip: Option<IpAddr>,
     pub user_agent: Option<String>,
+}
+
+/// Whether a login's authentication methods (RFC 8176) hold a second factor: two methods (a
+/// password and a code, a passkey and its user verification), or `mfa` itself.
+pub fn is_multi_factor(amr: &[String]) -> bool {
+    amr.iter().any(|m| m == "mfa") || {
+        let mut distinct: Vec<&str> = amr.iter().map(String::as_str).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        distinct.len() >= 2
+    }
+}
+
+/// Who holds a live session, as a guarded service is told (forward-auth, introspection): the
+/// account as it is now, not as it was when the token was issued.
+#[derive(Debug, Clone)]
+pub struct Identity {
+    pub user_id: Uuid,
+    pub session_id: Uuid,
+    pub email: String,
+    pub full_name: String,
+    /// The current roles, sorted.
+    pub roles: Vec<String>,
+    /// The session's login had a second factor.
+    pub multi_factor: bool,
 }
 
 /// The caller of a bearer call, from a verified access token of a live session.
@@ -124,7 +154,9 @@ pub struct Account {
     pub full_name: String,
     pub two_factor_enabled: bool,
     pub recovery_codes_remaining: i64,
+    pub roles: Vec<String>,
     pub created_at: i64,
+    pub email_verified: bool,
 }
 
 /// A pending TOTP secret, in the forms an authenticator app takes.
@@ -173,6 +205,8 @@ pub enum EndReason {
     RefreshReuse,
     AccountDisabled,
     PasswordSetByAdmin,
+    PasswordReset,
+    AccountDeleted,
 }
 
 impl EndReason {
@@ -184,6 +218,18 @@ impl EndReason {
             EndReason::RefreshReuse => "refresh_reuse",
             EndReason::AccountDisabled => "account_disabled",
             EndReason::PasswordSetByAdmin => "password_set_by_admin",
+            EndReason::PasswordReset => "password_reset",
+            EndReason::AccountDeleted => "account_deleted",
         }
     }
+}
+
+/// A service registered to introspect tokens (`gatehouse clients add`).
+#[derive(Debug, Clone)]
+pub struct ApiClient {
+    pub id: Uuid,
+    pub name: String,
+    /// Keyed hash of the secret (`Secrets::client_secret_hash`); the secret itself is shown once.
+    pub secret_hash: Vec<u8>,
+    pub created_at: i64,
 }

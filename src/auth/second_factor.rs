@@ -14,6 +14,7 @@ use super::audit::AuditEvent;
 use super::model::{ClientInfo, Factor, User};
 use super::{AuthService, totp};
 use crate::error::{Error, Result};
+use crate::mail::Notice;
 
 /// Wrong codes in a row that cost nothing but the attempt.
 const FREE_FAILURES: i64 = 4;
@@ -74,6 +75,10 @@ impl AuthService {
                         wait_seconds: wait / 1000,
                     };
                     self.audit(event, Some(user.id), None, client).await;
+                    // Told once per run of wrong codes, not at every further code of an attack.
+                    if failures == FREE_FAILURES + 1 {
+                        self.notify(user, Notice::TwoFactorLocked).await;
+                    }
                 }
             }
         }

@@ -11,6 +11,9 @@
 //!   affected.
 //! - Per client IP (N = 300 login and 2FA attempts): in memory, per instance. IPv6 clients count
 //!   per /64, the smallest block one host commonly holds.
+//! - API clients' wrong secrets at introspection (N = 300 failures per client IP), in memory. Only
+//!   failures count, and only per address: a guarded service introspects on every request, and an
+//!   attacker guessing a client's 256-bit secret from elsewhere must not be able to lock it out.
 //! - Registration: per client IP (a burst of 10, then one a minute) and for the whole instance (a
 //!   burst of 50, then 5 a second), in memory.
 //!
@@ -46,6 +49,7 @@ pub struct Throttle {
     addresses: Gcra<IpAddr>,
     registrations_by_address: Gcra<IpAddr>,
     registrations: Gcra<()>,
+    client_failures: Gcra<IpAddr>,
 }
 
 /// A slot of an account's allowance, taken before a check; given back when the check passed.
@@ -85,6 +89,7 @@ impl Throttle {
             addresses: Gcra::new(ADDRESS_ATTEMPTS / 2, per_address, MAX_ADDRESSES),
             registrations_by_address: Gcra::new(10, Duration::from_secs(60), MAX_ADDRESSES),
             registrations: Gcra::new(50, Duration::from_millis(200), 1),
+            client_failures: Gcra::new(ADDRESS_ATTEMPTS / 2, per_address, MAX_ADDRESSES),
         }
     }
 
@@ -94,6 +99,26 @@ impl Throttle {
         match ip.filter(|_| self.enabled) {
             Some(ip) => self.addresses.take(address_key(ip), self.clock.now_ms()),
             None => Ok(()),
+        }
+    }
+
+    /// `RATE_LIMITED` while `ip` has no allowance left for wrong client credentials.
+    pub fn client_check_from(&self, ip: Option<IpAddr>) -> Result<()> {
+        match ip.filter(|_| self.enabled) {
+            Some(ip) => self
+                .client_failures
+                .check(address_key(ip), self.clock.now_ms()),
+            None => Ok(()),
+        }
+    }
+
+    /// Counts wrong client credentials from `ip`.
+    pub fn client_failed_from(&self, ip: Option<IpAddr>) {
+        if let Some(ip) = ip.filter(|_| self.enabled) {
+            // Already over: the failure is refused either way.
+            let _ = self
+                .client_failures
+                .take(address_key(ip), self.clock.now_ms());
         }
     }
 
@@ -164,12 +189,13 @@ impl Throttle {
     pub fn forget_idle(&self, now: i64) {
         self.addresses.forget_idle(now);
         self.registrations_by_address.forget_idle(now);
+        self.client_failures.forget_idle(now);
     }
 }
 
 /// GCRA over keys held in memory: each key's theoretical arrival time (ms). A key whose time has
 /// passed holds no state. At `capacity`, keys without state go first, then the idlest tenth.
-struct Gcra<K> {
+pub(super) struct Gcra<K> {
     interval_ms: i64,
     /// How far ahead of now a key's arrival time may be and still take a slot: the burst.
     tolerance_ms: i64,
@@ -178,7 +204,7 @@ struct Gcra<K> {
 }
 
 impl<K: Hash + Eq + Copy> Gcra<K> {
-    fn new(burst: u32, interval: Duration, capacity: usize) -> Self {
+    pub(super) fn new(burst: u32, interval: Duration, capacity: usize) -> Self {
         let interval_ms = interval.as_millis() as i64;
         Gcra {
             interval_ms,
@@ -188,7 +214,7 @@ impl<K: Hash + Eq + Copy> Gcra<K> {
         }
     }
 
-    fn take(&self, key: K, now: i64) -> Result<()> {
+    pub(super) fn take(&self, key: K, now: i64) -> Result<()> {
         // A panic while the lock is held cannot leave the map inconsistent (single operations).
         let mut tats = self.tats.lock().unwrap_or_else(|e| e.into_inner());
         let tat = tats.get(&key).copied().unwrap_or(now).max(now);
@@ -204,7 +230,19 @@ impl<K: Hash + Eq + Copy> Gcra<K> {
         Ok(())
     }
 
-    fn forget_idle(&self, now: i64) {
+    /// Whether `key` could take a slot now, without taking it.
+    fn check(&self, key: K, now: i64) -> Result<()> {
+        let tats = self.tats.lock().unwrap_or_else(|e| e.into_inner());
+        let tat = tats.get(&key).copied().unwrap_or(now).max(now);
+        if tat - now > self.tolerance_ms {
+            return Err(Error::RateLimited {
+                retry_after: retry_after(tat - now - self.tolerance_ms),
+            });
+        }
+        Ok(())
+    }
+
+    pub(super) fn forget_idle(&self, now: i64) {
         let mut tats = self.tats.lock().unwrap_or_else(|e| e.into_inner());
         tats.retain(|_, tat| *tat > now);
         tats.shrink_to_fit();

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use super::crypto::{Secrets, b64url, sha256};
+use super::model::is_multi_factor;
 use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::store::Store;
@@ -41,6 +42,11 @@ pub struct AccessClaims {
     pub iat: i64,
     pub exp: i64,
     pub amr: Vec<String>,
+    /// The account's roles when the token was issued (RFC 9068 §2.2.3.1). A service that verifies
+    /// tokens offline sees a role change only with the next token; forward-auth and introspection
+    /// answer with the current roles. Tokens issued before roles existed have none.
+    #[serde(default)]
+    pub roles: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -239,6 +245,8 @@ pub struct Verified {
     pub sub: Uuid,
     pub sid: Uuid,
     pub exp: i64,
+    /// Its `amr` holds a second factor.
+    pub multi_factor: bool,
     /// The key set it was verified with: once the set changes (a key retired for good, or
     /// revoked), the token is verified again.
     generation: u64,
@@ -308,7 +316,14 @@ impl Tokens {
     }
 
     /// An access token for a session, valid from `iat` (seconds) for the access TTL.
-    pub fn access(&self, user: Uuid, session: Uuid, amr: &[String], iat: i64) -> Result<String> {
+    pub fn access(
+        &self,
+        user: Uuid,
+        session: Uuid,
+        amr: &[String],
+        roles: &[String],
+        iat: i64,
+    ) -> Result<String> {
         self.sign(
             ACCESS_TYP,
             &AccessClaims {
@@ -320,6 +335,7 @@ impl Tokens {
                 iat,
                 exp: iat + self.access_ttl,
                 amr: amr.to_vec(),
+                roles: roles.to_vec(),
             },
         )
     }
@@ -372,6 +388,7 @@ impl Tokens {
             sub: claims.sub,
             sid: claims.sid,
             exp: claims.exp,
+            multi_factor: is_multi_factor(&claims.amr),
             generation,
         };
         let mut cache = self.verified.write().unwrap_or_else(|e| e.into_inner());
@@ -384,6 +401,16 @@ impl Tokens {
         }
         cache.insert(key, verified);
         Ok(verified)
+    }
+
+    /// An access token's whole claims (introspection), with the signature checked once per token:
+    /// a token already in the verified cache is only decoded. Safe because the cache is keyed by
+    /// the token's SHA-256: no other string can be taken for a token that was verified.
+    pub fn access_claims_cached(&self, token: &str) -> Result<AccessClaims> {
+        self.verify_access_cached(token)?;
+        jsonwebtoken::dangerous::insecure_decode::<AccessClaims>(token)
+            .map(|data| data.claims)
+            .map_err(|_| Error::TokenInvalid)
     }
 
     /// Checks signature, `typ`, `alg`, `kid`, `iss`, `aud` and `exp` of an access token.

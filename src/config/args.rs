@@ -167,6 +167,14 @@ pub struct SettingsArgs {
         value_name = "ADDR"
     )]
     pub metrics_listen: Option<String>,
+    /// TOML file of access rules for forward-auth (docs/api.md §6) [default: none]
+    #[arg(
+        long,
+        env = "GATEHOUSE_ACCESS_RULES",
+        global = true,
+        value_name = "FILE"
+    )]
+    pub access_rules: Option<String>,
     /// Log filter, e.g. `info` or `gatehouse=debug` [default: info]
     #[arg(long, env = "GATEHOUSE_LOG", global = true, value_name = "FILTER")]
     pub log: Option<String>,
@@ -178,4 +186,121 @@ pub struct SettingsArgs {
         value_name = "text|json"
     )]
     pub log_format: Option<String>,
+    /// The address users reach the service at, e.g. https://login.example.com [default:
+    /// http://<listen address>]
+    #[arg(long, env = "GATEHOUSE_PUBLIC_URL", global = true, value_name = "URL")]
+    pub public_url: Option<String>,
+    /// Passkeys' relying-party id: the registrable domain of the pages [default: the public URL's
+    /// host]
+    #[arg(
+        long,
+        env = "GATEHOUSE_WEBAUTHN_RP_ID",
+        global = true,
+        value_name = "DOMAIN"
+    )]
+    pub webauthn_rp_id: Option<String>,
+    /// Origins whose pages may use passkeys, comma-separated [default: the public URL's origin]
+    #[arg(
+        long,
+        env = "GATEHOUSE_WEBAUTHN_ORIGINS",
+        global = true,
+        value_name = "ORIGINS"
+    )]
+    pub webauthn_origins: Option<String>,
+    /// smtp://host:port, smtp+starttls://…, smtps://user:pass@host:port [default: none: mails go
+    /// to .eml files in the mail folder]
+    #[arg(
+        long,
+        env = "GATEHOUSE_SMTP_URL",
+        global = true,
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub smtp_url: Option<String>,
+    /// From address of mails, e.g. `Gatehouse <no-reply@example.com>` [default: Gatehouse
+    /// <gatehouse@localhost>]
+    #[arg(
+        long,
+        env = "GATEHOUSE_MAIL_FROM",
+        global = true,
+        value_name = "MAILBOX"
+    )]
+    pub mail_from: Option<String>,
+    /// Folder of the .eml files when no SMTP server is set [default: mail/ beside a SQLite
+    /// database, else in the working folder]
+    #[arg(long, env = "GATEHOUSE_MAIL_DIR", global = true, value_name = "DIR")]
+    pub mail_dir: Option<String>,
+    /// Folder of mail templates replacing the embedded ones [default: none]
+    #[arg(
+        long,
+        env = "GATEHOUSE_MAIL_TEMPLATES",
+        global = true,
+        value_name = "DIR"
+    )]
+    pub mail_templates: Option<String>,
+    /// Product name in mails [default: Gatehouse]
+    #[arg(
+        long,
+        env = "GATEHOUSE_PRODUCT_NAME",
+        global = true,
+        value_name = "NAME"
+    )]
+    pub product_name: Option<String>,
+    /// Longest wait between two delivery attempts of a mail [default: 30s]
+    #[arg(
+        long,
+        env = "GATEHOUSE_MAIL_RETRY_MAX",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub mail_retry_max: Option<String>,
+    /// An SMTP exchange that takes longer is abandoned and retried later [default: 10s]
+    #[arg(
+        long,
+        env = "GATEHOUSE_SMTP_TIMEOUT",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub smtp_timeout: Option<String>,
+    /// Lifetime of a password-reset link [default: 1h]
+    #[arg(
+        long,
+        env = "GATEHOUSE_RESET_TOKEN_TTL",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub reset_token_ttl: Option<String>,
+    /// Lifetime of an address-verification link [default: 24h]
+    #[arg(
+        long,
+        env = "GATEHOUSE_VERIFY_TOKEN_TTL",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub verify_token_ttl: Option<String>,
+    /// Lifetime of an invitation link [default: 7d]
+    #[arg(
+        long,
+        env = "GATEHOUSE_INVITE_TOKEN_TTL",
+        global = true,
+        value_name = "DURATION"
+    )]
+    pub invite_token_ttl: Option<String>,
+    /// `on`: a right password for an unverified address is refused [default: off]
+    #[arg(
+        long,
+        env = "GATEHOUSE_REQUIRE_VERIFIED_EMAIL",
+        global = true,
+        value_name = "on|off"
+    )]
+    pub require_verified_email: Option<String>,
+    /// PEM file of CA certificates trusted for the SMTP server's certificate, beside the
+    /// system's (smtp+starttls:// and smtps:// only) [default: none]
+    #[arg(
+        long,
+        env = "GATEHOUSE_SMTP_CA_FILE",
+        global = true,
+        value_name = "FILE"
+    )]
+    pub smtp_ca_file: Option<String>,
 }

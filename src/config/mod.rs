@@ -10,13 +10,19 @@ use std::time::Duration;
 use ipnet::IpNet;
 
 mod args;
+mod mail;
 mod values;
+mod webauthn;
 
 pub use args::SettingsArgs;
+pub use mail::{MailDelivery, MailSettings};
 pub use values::{DatabaseUrl, LogFormat, MasterKey, SettingsError, redact_url, sqlite_path};
 use values::{
     Setting, parse_addr, parse_choice, parse_cidrs, parse_count, parse_duration, read_file,
 };
+pub use webauthn::RelyingParty;
+
+use crate::authz::rules::AccessRules;
 
 /// Every setting, parsed and checked.
 #[derive(Clone, Debug)]
@@ -44,8 +50,15 @@ pub struct Settings {
     pub shutdown_timeout: Duration,
     pub audit_retention: Duration,
     pub metrics_listen: Option<SocketAddr>,
+    /// Forward-auth's access rules (empty without `GATEHOUSE_ACCESS_RULES`).
+    pub access_rules: AccessRules,
     pub log: String,
     pub log_format: LogFormat,
+    /// Where users reach the service, without a trailing slash (`GATEHOUSE_PUBLIC_URL`).
+    pub public_url: String,
+    /// Passkeys' relying party; `None`: passkeys are off (no domain to bind them to).
+    pub webauthn: Option<RelyingParty>,
+    pub mail: MailSettings,
 }
 
 pub(crate) const FILE_KEYS: &[&str] = &[
@@ -71,8 +84,24 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "shutdown_timeout",
     "audit_retention",
     "metrics_listen",
+    "access_rules",
     "log",
     "log_format",
+    "public_url",
+    "webauthn_rp_id",
+    "webauthn_origins",
+    "smtp_url",
+    "mail_from",
+    "mail_dir",
+    "mail_templates",
+    "product_name",
+    "mail_retry_max",
+    "smtp_timeout",
+    "reset_token_ttl",
+    "verify_token_ttl",
+    "invite_token_ttl",
+    "require_verified_email",
+    "smtp_ca_file",
 ];
 
 impl Settings {
@@ -187,16 +216,36 @@ impl Settings {
             )?),
             _ => None,
         };
+        let access_rules = match pick("access_rules", &args.access_rules) {
+            Some(path) if !path.is_empty() => AccessRules::load(std::path::Path::new(&path))
+                .map_err(|reason| {
+                    Setting {
+                        key: "access_rules",
+                    }
+                    .invalid(&path, &reason)
+                })?,
+            _ => AccessRules::default(),
+        };
         let (s, log) = get("log", &args.log, "info");
         if tracing_subscriber::EnvFilter::try_new(&log).is_err() {
             return Err(s.invalid(&log, "is not a log filter (e.g. info, or gatehouse=debug)"));
         }
+        let sqlite = sqlite_path(database_url.as_str());
+        let mail = mail::resolve(&pick, args, sqlite.as_deref())?;
         let (s, v) = get("log_format", &args.log_format, "text");
         let log_format = match v.as_str() {
             "text" => LogFormat::Text,
             "json" => LogFormat::Json,
             _ => return Err(s.invalid(&v, "must be text or json")),
         };
+        let default_public_url = format!("http://{listen}");
+        let (s, v) = get("public_url", &args.public_url, &default_public_url);
+        let public_url = webauthn::parse_public_url(&s, &v)?;
+        let webauthn = webauthn::relying_party(
+            &public_url,
+            pick("webauthn_rp_id", &args.webauthn_rp_id),
+            pick("webauthn_origins", &args.webauthn_origins),
+        )?;
 
         Ok(Settings {
             listen,
@@ -221,8 +270,12 @@ impl Settings {
             shutdown_timeout,
             audit_retention,
             metrics_listen,
+            access_rules,
             log,
             log_format,
+            public_url,
+            webauthn,
+            mail,
         })
     }
 

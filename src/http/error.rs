@@ -38,6 +38,10 @@ impl Error {
                 (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
             }
             Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
+            PasskeyInvalid => (StatusCode::UNAUTHORIZED, "PASSKEY_INVALID"),
+            PasskeysOff => (StatusCode::NOT_FOUND, "NOT_FOUND"),
+            LinkInvalid => (StatusCode::BAD_REQUEST, "LINK_INVALID"),
+            EmailNotVerified => (StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED"),
         }
     }
 

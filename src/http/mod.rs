@@ -15,11 +15,13 @@ use utoipa::OpenApi as _;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_swagger_ui::SwaggerUi;
 
+use crate::authz::Gate;
 use crate::config::Settings;
 use crate::error::Error;
 use crate::services::Services;
 
 mod auth;
+mod authz;
 mod crm;
 mod docs;
 mod error;
@@ -28,6 +30,7 @@ mod fields;
 mod framing;
 mod meta;
 mod metrics;
+mod oauth;
 
 pub use metrics::metrics_router;
 
@@ -43,6 +46,11 @@ pub struct AppState {
     body_timeout: Duration,
     /// Whether Swagger UI is served at `/docs`.
     docs: bool,
+    /// Forward-auth's access rules.
+    gate: Arc<Gate>,
+    /// Where users reach the service, for absolute URLs (RFC 8414 metadata).
+    public_url: Arc<str>,
+    issuer: Arc<str>,
 }
 
 impl AppState {
@@ -52,7 +60,16 @@ impl AppState {
             trusted_proxies: settings.trusted_proxies.clone().into(),
             body_timeout: settings.body_timeout,
             docs: settings.docs,
+            gate: Arc::new(Gate::new(settings.access_rules.clone())),
+            public_url: settings.public_url.as_str().into(),
+            issuer: settings.issuer.as_str().into(),
         }
+    }
+
+    /// Whether the socket peer is a trusted proxy, whose forwarded headers are believed.
+    fn is_trusted(&self, peer: std::net::SocketAddr) -> bool {
+        let ip = peer.ip().to_canonical();
+        self.trusted_proxies.iter().any(|net| net.contains(&ip))
     }
 }
 
@@ -88,6 +105,8 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(docs::ApiDoc::openapi())
         .nest("/api/v1/auth", auth::router())
         .nest("/api/v1/crm", crm::router())
+        .merge(authz::router())
+        .merge(oauth::router())
         .merge(meta::router())
         .split_for_parts()
 }

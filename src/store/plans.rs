@@ -12,15 +12,15 @@ use super::contacts::{
     LIST_CONTACTS, LIST_CONTACTS_AFTER, LIST_CONTACTS_SEARCH, LIST_CONTACTS_SEARCH_AFTER,
 };
 use super::purge::{
-    PURGE_CONSUMED_REFRESH_TOKENS, PURGE_EXPIRED_CHALLENGES, PURGE_IDLE_THROTTLES,
-    PURGE_LAPSED_SESSIONS, PURGE_OLD_AUDIT_EVENTS, PURGE_REVOKED_SESSIONS,
+    PURGE_CONSUMED_REFRESH_TOKENS, PURGE_EXPIRED_CHALLENGES, PURGE_EXPIRED_MAIL_TOKENS,
+    PURGE_IDLE_THROTTLES, PURGE_LAPSED_SESSIONS, PURGE_OLD_AUDIT_EVENTS, PURGE_REVOKED_SESSIONS,
 };
 use super::sessions::{
     ACTIVE_SESSIONS, CURRENT_REFRESH, INSERT_REFRESH, REFRESH_BY_JTI, REVOKED_SINCE,
     ROTATE_POSTGRES, ROTATE_SQLITE_STEPS, SESSION_BY_ID, TOUCH_SESSION,
 };
 use super::throttles::{RETURN_THROTTLE_SLOT, TAKE_THROTTLE_SLOT};
-use super::users::{USER_BY_EMAIL, USER_BY_ID};
+use super::users::{USER_BY_EMAIL, USER_BY_ID, USERS_CHANGED_SINCE};
 use super::{Backend, Store};
 
 const UUID: &str = "'0190a000-0000-7000-8000-000000000000'";
@@ -115,6 +115,12 @@ fn cases() -> Vec<Case> {
         ),
         case("revocation poll", REVOKED_SINCE, "bigint", "4990"),
         case(
+            "changed accounts poll (forward-auth's directory)",
+            USERS_CHANGED_SINCE,
+            "bigint, bigint",
+            "4990, 9223372036854775807",
+        ),
+        case(
             "sessions of a user",
             ACTIVE_SESSIONS,
             "uuid, bigint",
@@ -192,13 +198,19 @@ fn cases() -> Vec<Case> {
             "bigint, bigint",
             "100, 500",
         ),
+        purge(
+            "purge: expired mail tokens",
+            PURGE_EXPIRED_MAIL_TOKENS,
+            "bigint, bigint",
+            "100, 500",
+        ),
     ]
 }
 
 /// Rows enough that a planner weighs an index against a scan as it would in production: 5 000
 /// accounts, each with a session (1 % revoked) and its refresh token (10 % consumed), contacts,
-/// challenges, throttle keys and audit events. `{id}` and `{bytes}` are each backend's random
-/// UUID and byte string.
+/// challenges, throttle keys, audit events and mailed tokens. `{id}` and `{bytes}` are each
+/// backend's random UUID and byte string.
 const SEED: &str = "
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
 INSERT INTO users (id, email, email_normalized, full_name, password_hash, created_at, updated_at)
@@ -215,6 +227,8 @@ SELECT {id}, u.id, 'C', 'c' || n.i, u.created_at, u.created_at
 FROM users u JOIN n ON u.created_at <= 250;
 INSERT INTO temp_tokens (token_hash, user_id, expires_at)
 SELECT {bytes}, id, created_at FROM users;
+INSERT INTO mail_tokens (token_hash, user_id, purpose, created_at, expires_at)
+SELECT {bytes}, id, 'reset', created_at, created_at + 3600 FROM users;
 INSERT INTO throttles (key, tat) SELECT email_normalized, created_at FROM users;
 INSERT INTO audit_events (id, at, event, user_id) SELECT {id}, created_at, 'login.succeeded', id
 FROM users;
@@ -253,7 +267,7 @@ async fn hot_queries_use_indexes_on_sqlite() {
     let url = format!("sqlite://{}", dir.path().join("plans.db").display());
     let store = Store::connect(&url).await.unwrap();
     store.migrate().await.unwrap();
-    let Backend::Sqlite { read, write } = &store.backend else {
+    let Backend::Sqlite { read, write, .. } = &store.backend else {
         unreachable!("a SQLite URL")
     };
     let seed = SEED

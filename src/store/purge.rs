@@ -17,6 +17,7 @@ pub struct Purged {
     pub challenges: u64,
     pub throttles: u64,
     pub audit_events: u64,
+    pub mail_tokens: u64,
     /// The longest single batch: the longest the pass held the database's writer (SQLite).
     pub longest_batch: Duration,
 }
@@ -36,6 +37,10 @@ pub enum Purge {
     IdleThrottles,
     /// Audit events past retention.
     OldAuditEvents,
+    /// Passkey ceremonies begun and never finished, expired before the cut-off.
+    ExpiredCeremonies,
+    /// Mailed tokens expired before the cut-off.
+    ExpiredMailTokens,
 }
 
 impl Purge {
@@ -50,6 +55,8 @@ impl Purge {
             Purge::ExpiredChallenges => PURGE_EXPIRED_CHALLENGES,
             Purge::IdleThrottles => PURGE_IDLE_THROTTLES,
             Purge::OldAuditEvents => PURGE_OLD_AUDIT_EVENTS,
+            Purge::ExpiredCeremonies => PURGE_EXPIRED_CEREMONIES,
+            Purge::ExpiredMailTokens => PURGE_EXPIRED_MAIL_TOKENS,
         }
     }
 }
@@ -102,6 +109,10 @@ pub(super) const PURGE_EXPIRED_CHALLENGES: Texts =
     purge_sql!("temp_tokens", "token_hash", "expires_at");
 pub(super) const PURGE_IDLE_THROTTLES: Texts = purge_sql!("throttles", "key", "tat");
 pub(super) const PURGE_OLD_AUDIT_EVENTS: Texts = purge_sql!("audit_events", "id", "at");
+pub(super) const PURGE_EXPIRED_CEREMONIES: Texts =
+    purge_sql!("passkey_ceremonies", "id", "expires_at");
+pub(super) const PURGE_EXPIRED_MAIL_TOKENS: Texts =
+    purge_sql!("mail_tokens", "token_hash", "expires_at");
 
 impl Store {
     /// Deletes at most `limit` rows of `kind` older than `before`, in a transaction of its own;

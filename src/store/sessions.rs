@@ -429,3 +429,6 @@ impl Store {
         })
     }
 }
+
+// For the flows of other modules that end an account's logins in their own transactions.
+pub(super) use {end_logins, revoke_all};

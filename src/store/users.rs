@@ -18,7 +18,9 @@ struct UserRow {
     totp_pending: Option<Vec<u8>>,
     auth_epoch: i64,
     second_factor_blocked_until: Option<i64>,
+    roles: String,
     created_at: i64,
+    email_verified: bool,
 }
 
 impl From<UserRow> for User {
@@ -34,7 +36,9 @@ impl From<UserRow> for User {
             totp_pending: r.totp_pending,
             auth_epoch: r.auth_epoch,
             second_factor_blocked_until: r.second_factor_blocked_until,
+            roles: r.roles.split_whitespace().map(str::to_owned).collect(),
             created_at: r.created_at,
+            email_verified: r.email_verified,
         }
     }
 }
@@ -43,7 +47,7 @@ impl From<UserRow> for User {
 macro_rules! user_columns {
     () => {
         "id, email, email_normalized, full_name, password_hash, disabled, totp_secret, \
-         totp_pending, auth_epoch, second_factor_blocked_until, created_at"
+         totp_pending, auth_epoch, second_factor_blocked_until, roles, created_at, email_verified"
     };
 }
 
@@ -55,10 +59,15 @@ pub(super) const USER_BY_EMAIL: &str = concat!(
 );
 pub(super) const USER_BY_ID: &str =
     concat!("SELECT ", user_columns!(), " FROM users WHERE id = $1");
+/// Bounded on both sides although only `since` matters: PostgreSQL's generic plan guesses that a
+/// one-sided range of an unknown bound holds a third of the table and scans it, while a two-sided
+/// one is guessed small and read from the index (`store::plans`).
+pub(super) const USERS_CHANGED_SINCE: &str =
+    "SELECT id FROM users WHERE updated_at >= $1 AND updated_at <= $2";
 const ALL_USERS: &str = concat!(
     "SELECT ",
     user_columns!(),
-    " FROM users ORDER BY created_at, email_normalized"
+    " FROM users WHERE deleted_at IS NULL ORDER BY created_at, email_normalized"
 );
 
 pub struct NewUser<'a> {
@@ -125,6 +134,37 @@ impl Store {
             .fetch_optional(pool)
             .await)?;
         Ok(row.map(User::from))
+    }
+
+    /// Replaces an account's roles if they are still `old` (compare-and-set: two operators'
+    /// changes never lose one another's). `updated_at` moves with them: other instances learn of
+    /// the change by polling it (`users_changed_since`).
+    pub async fn set_roles(
+        &self,
+        id: Uuid,
+        old: &[String],
+        new: &[String],
+        now: i64,
+    ) -> Result<bool> {
+        let sql = "UPDATE users SET roles = $3, updated_at = $4 WHERE id = $1 AND roles = $2";
+        on_write_pool!(self, |pool| sqlx::query(sql)
+            .bind(id)
+            .bind(old.join(" "))
+            .bind(new.join(" "))
+            .bind(now)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected() == 1))
+    }
+
+    /// The accounts written at or after `since` (ms): what an instance must forget of the accounts
+    /// it remembers. One range read of the `users_updated_at` index.
+    pub async fn users_changed_since(&self, since: i64) -> Result<Vec<Uuid>> {
+        on_pool!(self, |pool| sqlx::query_scalar(USERS_CHANGED_SINCE)
+            .bind(since)
+            .bind(i64::MAX)
+            .fetch_all(pool)
+            .await)
     }
 
     pub async fn list_users(&self) -> Result<Vec<User>> {

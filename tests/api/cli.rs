@@ -105,7 +105,9 @@ async fn user_list_json_has_the_contract_fields(backend: Backend) {
             "fullName",
             "disabled",
             "twoFactorEnabled",
-            "createdAt"
+            "roles",
+            "createdAt",
+            "emailVerified"
         ]
     );
     assert_eq!(bea["twoFactorEnabled"], true);

@@ -180,6 +180,8 @@ pub async fn spawn_app_with(backend: Backend, args: SettingsArgs) -> TestApp {
         listen: Some("127.0.0.1:0".into()),
         database_url: Some(db.url.clone()),
         master_key: db.master_key.clone(),
+        // The test's own folder, not the working folder's `mail/` (the PostgreSQL default).
+        mail_dir: args.mail_dir.clone().or_else(|| Some(db.mail_dir())),
         ..args
     })
     .expect("valid test settings");
@@ -455,6 +457,11 @@ impl TestApp {
 }
 
 impl TestDatabase {
+    /// The test's folder for `.eml` files (when no SMTP server is set).
+    pub fn mail_dir(&self) -> String {
+        self._dir.path().join("mail").display().to_string()
+    }
+
     /// A database someone else made and will remove (the whole server is the test's own).
     pub fn external(url: &str, master_key: String) -> TestDatabase {
         TestDatabase {
@@ -472,6 +479,7 @@ impl TestDatabase {
         command
             .env_clear()
             .env("GATEHOUSE_DATABASE_URL", &self.url)
+            .env("GATEHOUSE_MAIL_DIR", self.mail_dir())
             .env("GATEHOUSE_LOG", "warn");
         if let Some(key) = &self.master_key {
             command.env("GATEHOUSE_MASTER_KEY", key);

@@ -102,6 +102,10 @@ async fn body_calls(app: &TestApp) -> Vec<(Method, String, bool)> {
     let doc = app.get_json("/api/v1/openapi.json").await;
     let mut calls = Vec::new();
     for (path, item) in doc["paths"].as_object().unwrap() {
+        // Introspection speaks OAuth's form and JSON, not the envelope (guard.rs tests it).
+        if path.starts_with("/oauth2/") {
+            continue;
+        }
         for (method, op) in item.as_object().unwrap() {
             if op.get("requestBody").is_some() {
                 calls.push((

@@ -24,7 +24,8 @@ both_backends!(
 /// docs/api.md §2: running instances sign with a rotated key and publish it within 10 s.
 const ROTATION_DELAY: Duration = Duration::from_secs(10);
 
-fn add_user(db: &TestDatabase, email: &str) {
+/// Creates an account with the CLI, as an operator would (set-up).
+pub fn add_user(db: &TestDatabase, email: &str) {
     let output = db.cli(
         &[
             "user",

@@ -1,8 +1,11 @@
 //! Integration tests: the real service over HTTP (and the real binary for the CLI), on SQLite and,
 //! when `GATEHOUSE_TEST_POSTGRES_URL` is set, on PostgreSQL. One binary, so the suite links once.
 
+mod authenticator;
 mod helpers;
 mod hostile;
+mod smtp;
+mod smtp_tls;
 
 mod abuse;
 mod cli;
@@ -10,13 +13,24 @@ mod contacts;
 mod docs;
 mod errors;
 mod framing;
+mod guard;
 mod hardening;
 mod instances;
+mod introspection;
 mod login;
+mod mail;
+mod mail_account;
+mod mail_delivery;
+mod mail_links;
 mod operations;
 mod outage;
+mod passkey_input;
+mod passkey_refusals;
+mod passkeys;
+mod proxies;
 mod refresh;
 mod sessions;
 mod slow;
+mod storage;
 mod tokens;
 mod two_factor;

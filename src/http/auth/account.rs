@@ -18,7 +18,7 @@ use utoipa_axum::routes;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
-        .routes(routes!(me))
+        .routes(routes!(me, delete_me))
         .routes(routes!(change_password))
 }
 
@@ -72,6 +72,48 @@ async fn change_password(
             SecretString::from(new),
             &client,
         )
+        .await?;
+    Ok(ok(Done {}))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(default)]
+struct DeleteMeRequest {
+    #[schema(required = true, min_length = 1)]
+    password: String,
+    /// A TOTP or recovery code; required when two-factor authentication is on.
+    code: Option<String>,
+}
+
+error_responses!(DeleteMeErrors:
+    body_errors(),
+    [Error::PasswordRecheckFailed, Error::CodeRecheckFailed],
+    bearer_errors(),
+    throttle_errors(),
+    server_errors(),
+    [Error::Overloaded { retry_after: 1 }],
+);
+
+/// Delete the caller's account: its sessions, contacts and pending links go with it.
+#[utoipa::path(delete, path = "/me", tag = "auth", request_body = DeleteMeRequest,
+    security(("bearer" = [])),
+    responses((status = 200, description = "Deleted", body = Envelope<Done>), DeleteMeErrors))]
+async fn delete_me(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    Client(client): Client,
+    AppJson(body): AppJson<DeleteMeRequest>,
+) -> Result<Answer<Done>> {
+    let mut v = Validator::new();
+    let password = v.check("password", non_empty(body.password));
+    let password = v.finish(password)?;
+    let code = body
+        .code
+        .map(|c| c.trim().to_owned())
+        .filter(|c| !c.is_empty());
+    state
+        .auth
+        .delete_account(&who, SecretString::from(password), code.as_deref(), &client)
         .await?;
     Ok(ok(Done {}))
 }

@@ -8,6 +8,8 @@ use crate::error::{Result, Validator};
 
 mod account;
 mod login;
+mod mail;
+mod passkeys;
 mod sessions;
 mod two_factor;
 pub mod views;
@@ -18,6 +20,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(sessions::router())
         .merge(account::router())
         .merge(two_factor::router())
+        .merge(passkeys::router())
+        .merge(mail::router())
 }
 
 fn non_empty(value: String) -> Result<String, String> {

@@ -72,8 +72,13 @@ pub struct Me {
     /// Unused recovery codes left (0 without 2FA).
     #[schema(example = 10)]
     pub recovery_codes_remaining: i64,
+    /// The account's current roles (docs/api.md §6), sorted.
+    #[schema(example = json!(["admin"]))]
+    pub roles: Vec<String>,
     #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
     pub created_at: String,
+    /// Whether a link mailed to the address came back (or an operator made the account).
+    pub email_verified: bool,
 }
 
 impl From<Account> for Me {
@@ -84,7 +89,9 @@ impl From<Account> for Me {
             full_name: a.full_name,
             two_factor_enabled: a.two_factor_enabled,
             recovery_codes_remaining: a.recovery_codes_remaining,
+            roles: a.roles,
             created_at: rfc3339(a.created_at),
+            email_verified: a.email_verified,
         }
     }
 }
@@ -156,3 +163,52 @@ pub struct Deleted {
 /// `{}`: done, nothing to tell.
 #[derive(Serialize, ToSchema)]
 pub struct Done {}
+
+/// A passkey as its owner sees it (docs/api.md §9).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = Passkey)]
+pub struct PasskeyView {
+    pub id: Uuid,
+    #[schema(example = "Laptop")]
+    pub name: String,
+    #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
+    pub created_at: String,
+    /// The last sign-in with it; `null` before the first.
+    #[schema(format = DateTime, example = "2026-11-22T08:01:45.200Z")]
+    pub last_used_at: Option<String>,
+}
+
+impl From<crate::auth::passkeys::PasskeyInfo> for PasskeyView {
+    fn from(p: crate::auth::passkeys::PasskeyInfo) -> Self {
+        PasskeyView {
+            id: p.id,
+            name: p.name,
+            created_at: rfc3339(p.created_at),
+            last_used_at: p.last_used_at.map(rfc3339),
+        }
+    }
+}
+
+/// A passkey ceremony begun: hand `options` to the browser, then its answer and `ceremonyId` to
+/// the matching `…/finish` within 5 minutes.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CeremonyView {
+    pub ceremony_id: Uuid,
+    /// The `publicKey` options of `navigator.credentials.create()` (registration) or `.get()`
+    /// (sign-in) in WebAuthn's JSON form: binary members are base64url strings, as
+    /// `PublicKeyCredential.parseCreationOptionsFromJSON()` / `parseRequestOptionsFromJSON()`
+    /// take them.
+    #[schema(value_type = Object, example = json!({"challenge": "rkTt3vCGbX0…", "rpId": "example.com", "allowCredentials": [], "userVerification": "required", "timeout": 300000}))]
+    pub options: serde_json::Value,
+}
+
+impl From<crate::auth::passkeys::CeremonyStarted> for CeremonyView {
+    fn from(c: crate::auth::passkeys::CeremonyStarted) -> Self {
+        CeremonyView {
+            ceremony_id: c.ceremony_id,
+            options: c.options,
+        }
+    }
+}

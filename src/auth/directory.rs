@@ -1,0 +1,106 @@
+//! The accounts forward-auth and introspection describe (e-mail, name, current roles), kept in
+//! memory per instance so that those calls cost no database round trip, and forgotten as soon as
+//! they change anywhere: each instance polls the `users_updated_at` index (as `live` polls the
+//! revocations), so a role removed on one instance is gone from every other within
+//! `live::SYNC_INTERVAL`.
+//!
+//! An account read from the database just before a change commits could be remembered after the
+//! poll that forgot it; each poll therefore reads the changes of the last `OVERLAP_MS` again, and
+//! forgets them again, so such a stale entry lives at most one more poll.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, RwLock};
+
+use uuid::Uuid;
+
+use super::live::{lock, read, write};
+use super::model::User;
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::store::Store;
+
+/// Changes read again on every poll: late commits, clocks of other instances slightly behind.
+const OVERLAP_MS: i64 = 30_000;
+
+/// Accounts remembered at most (~200 bytes each); past that the table starts over.
+const CAPACITY: usize = 100_000;
+
+/// What a guarded service is told about an account.
+#[derive(Debug)]
+pub struct Profile {
+    pub email: String,
+    pub full_name: String,
+    pub roles: Vec<String>,
+    pub disabled: bool,
+}
+
+impl From<&User> for Profile {
+    fn from(u: &User) -> Self {
+        Profile {
+            email: u.email.clone(),
+            full_name: u.full_name.clone(),
+            roles: u.roles.clone(),
+            disabled: u.disabled,
+        }
+    }
+}
+
+pub struct Directory {
+    store: Store,
+    clock: Clock,
+    /// Account id → its profile; `None`: there is no such account.
+    known: RwLock<HashMap<Uuid, Option<Arc<Profile>>>>,
+    /// Local time at which the last successful poll started.
+    polled_at: Mutex<i64>,
+}
+
+impl Directory {
+    pub fn new(store: Store, clock: Clock) -> Directory {
+        let now = clock.now_ms();
+        Directory {
+            store,
+            clock,
+            known: RwLock::new(HashMap::new()),
+            polled_at: Mutex::new(now),
+        }
+    }
+
+    /// The account's profile, from memory or else from the database; `None` if it does not exist.
+    pub async fn profile(&self, id: Uuid) -> Result<Option<Arc<Profile>>> {
+        if let Some(known) = read(&self.known).get(&id) {
+            return Ok(known.clone());
+        }
+        let profile = self
+            .store
+            .user_by_id(id)
+            .await?
+            .map(|u| Arc::new(Profile::from(&u)));
+        let mut known = write(&self.known);
+        if known.len() >= CAPACITY {
+            known.clear();
+        }
+        known.insert(id, profile.clone());
+        Ok(profile)
+    }
+
+    /// Forgets an account changed by this instance, at once (others learn of it by polling).
+    pub fn forget(&self, id: Uuid) {
+        write(&self.known).remove(&id);
+    }
+
+    /// Forgets the accounts changed anywhere since the last poll; returns how many were known.
+    pub async fn sync(&self) -> Result<usize> {
+        let started = self.clock.now_ms();
+        let since = *lock(&self.polled_at) - OVERLAP_MS;
+        let changed = self.store.users_changed_since(since).await?;
+        let mut forgotten = 0;
+        if !changed.is_empty() {
+            let mut known = write(&self.known);
+            for id in changed {
+                forgotten += usize::from(known.remove(&id).is_some());
+            }
+        }
+        *lock(&self.polled_at) = started;
+        Ok(forgotten)
+    }
+}

@@ -1,0 +1,72 @@
+//! Who holds an access token, as the services Gatehouse guards are told (docs/api.md §6): the
+//! forward-auth endpoints ask `identify`, introspection asks `introspect`. Both answer from memory
+//! (verified tokens, revocations, the directory of accounts), so a proxy asking on every request
+//! costs no database round trip, and both see a revocation or a role change within the §2 delay.
+
+use super::AuthService;
+use super::model::{Identity, is_multi_factor};
+use super::tokens::AccessClaims;
+use crate::error::{Error, Result};
+
+/// A live access token's claims with the account as it is now (RFC 7662's answer).
+#[derive(Debug)]
+pub struct Introspection {
+    pub claims: AccessClaims,
+    pub identity: Identity,
+}
+
+impl AuthService {
+    /// The holder of a live access token; `TokenExpired` / `TokenInvalid` as for a bearer call,
+    /// and `TokenInvalid` for an account that is gone or disabled.
+    pub async fn identify(&self, access_token: &str) -> Result<Identity> {
+        let verified = self.tokens.verify_access_cached(access_token)?;
+        if self.live.is_revoked(verified.sid) {
+            return Err(Error::TokenInvalid);
+        }
+        let profile = self
+            .directory
+            .profile(verified.sub)
+            .await?
+            .filter(|p| !p.disabled)
+            .ok_or(Error::TokenInvalid)?;
+        self.live.used(verified.sid);
+        Ok(Identity {
+            user_id: verified.sub,
+            session_id: verified.sid,
+            email: profile.email.clone(),
+            full_name: profile.full_name.clone(),
+            roles: profile.roles.clone(),
+            multi_factor: verified.multi_factor,
+        })
+    }
+
+    /// RFC 7662: a live access token's claims and holder, or `None` for anything else (expired,
+    /// revoked, a refresh or temp token, garbage), which the answer does not tell apart.
+    pub async fn introspect(&self, token: &str) -> Result<Option<Introspection>> {
+        let claims = match self.tokens.access_claims_cached(token) {
+            Ok(claims) => claims,
+            Err(Error::TokenExpired | Error::TokenInvalid) => return Ok(None),
+            Err(other) => return Err(other),
+        };
+        if self.live.is_revoked(claims.sid) {
+            return Ok(None);
+        }
+        let Some(profile) = self
+            .directory
+            .profile(claims.sub)
+            .await?
+            .filter(|p| !p.disabled)
+        else {
+            return Ok(None);
+        };
+        let identity = Identity {
+            user_id: claims.sub,
+            session_id: claims.sid,
+            email: profile.email.clone(),
+            full_name: profile.full_name.clone(),
+            roles: profile.roles.clone(),
+            multi_factor: is_multi_factor(&claims.amr),
+        };
+        Ok(Some(Introspection { claims, identity }))
+    }
+}

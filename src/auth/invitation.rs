@@ -1,0 +1,89 @@
+//! Invitations: an operator makes an account without a password and mails its owner a link; the
+//! owner chooses the password with it and is signed in. The address counts as verified then.
+
+use secrecy::{ExposeSecret, SecretString};
+
+use super::audit::AuditEvent;
+use super::crypto::random_token;
+use super::model::{ClientInfo, TokenSet, User};
+use super::notices::{link_token_hash, new_link_token};
+use super::password::check_policy;
+use super::verification::{new_user_row, unverified_user};
+use super::{AMR_PASSWORD, AuthService};
+use crate::domain::{Email, FullName};
+use crate::error::{Error, Result};
+use crate::mail::Letter;
+use crate::store::mail_tokens::NewMailToken;
+
+impl AuthService {
+    /// `gatehouse user invite`: the new account, its invitation mailed in the same transaction.
+    pub async fn invite_user(&self, email: &Email, name: &FullName) -> Result<User> {
+        // A password nobody knows, hashed like any other, so that a login to the account before
+        // the invitation is accepted costs and answers what a wrong password does.
+        let placeholder = self.hasher.hash(SecretString::from(random_token())).await?;
+        let now = self.clock.now_ms();
+        let user = unverified_user(email, name, &placeholder, now);
+        let (token, hash) = new_link_token();
+        let mail = self.compose(&user, Letter::Invitation { token: &token })?;
+        let inserted = self
+            .store
+            .insert_user_with_token(
+                &new_user_row(&user),
+                &NewMailToken {
+                    hash,
+                    user_id: user.id,
+                    purpose: "invite",
+                    email: None,
+                    created_at: now,
+                    expires_at: now + self.settings.links.invite_ttl.as_millis() as i64,
+                },
+                &mail,
+            )
+            .await?;
+        if !inserted {
+            return Err(Error::EmailTaken);
+        }
+        self.mailer.queued(&[&mail]);
+        self.audit(AuditEvent::UserInvited, Some(user.id), None, None)
+            .await;
+        Ok(user)
+    }
+
+    /// `POST /auth/invitations/accept`: the account's first password, and a session.
+    pub async fn accept_invitation(
+        &self,
+        token: &str,
+        password: SecretString,
+        client: &ClientInfo,
+    ) -> Result<TokenSet> {
+        let hash = link_token_hash(token)?;
+        self.live_link(&hash, "invite").await?;
+        check_policy(password.expose_secret())?;
+        let password_hash = self.hasher.hash(password).await?;
+        let user_id = self
+            .store
+            .accept_invitation(&hash, &password_hash, self.clock.now_ms())
+            .await?
+            .ok_or(Error::LinkInvalid)?;
+        let user = self
+            .store
+            .user_by_id(user_id)
+            .await?
+            .ok_or(Error::LinkInvalid)?;
+        if user.disabled {
+            return Err(Error::AccountDisabled);
+        }
+        let tokens = self
+            .open_session(&user, vec![AMR_PASSWORD.into()], client)
+            .await?
+            .ok_or(Error::LinkInvalid)?;
+        self.audit(
+            AuditEvent::InvitationAccepted,
+            Some(user.id),
+            Some(tokens.session_id),
+            Some(client),
+        )
+        .await;
+        Ok(tokens)
+    }
+}

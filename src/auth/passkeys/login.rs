@@ -1,0 +1,305 @@
+//! Signing in with a passkey: with an e-mail (the account's passkeys are offered), without one
+//! (a discoverable passkey names its account), or as the second factor of a password login's 2FA
+//! challenge (`tempToken`).
+//!
+//! An e-mail must not tell whether it has an account. Every e-mail gets the same answer: a
+//! ceremony whose `allowCredentials` lists credential ids. An account with passkeys gets theirs;
+//! an unknown e-mail, like an account without passkeys, gets one made-up id, derived from the
+//! e-mail under a key of the master key, so asking twice gives the same id. What still differs is
+//! the number and length of the ids an account with passkeys has (docs/api.md §9).
+//!
+//! Failed assertions are not charged to the account's allowance of failures: a signature cannot
+//! be guessed, and charging them would let anyone who saw a credential id lock its owner out.
+//! Attempts are counted per client address, as logins are.
+
+use serde_json::json;
+use uuid::Uuid;
+use webauthn_rs::prelude::{
+    AuthenticationResult, DiscoverableAuthentication, DiscoverableKey, PasskeyAuthentication,
+    WebauthnError,
+};
+
+use super::model::{CeremonyKind, PasskeyUse, StoredPasskey};
+use super::{AssertionResponse, CeremonyStarted, passkey_of, state_of};
+use crate::auth::audit::{AuditEvent, LoginFailure};
+use crate::auth::crypto::{b64url, sha256};
+use crate::auth::login::MAX_CHALLENGE_ATTEMPTS;
+use crate::auth::model::{ClientInfo, TokenSet, User};
+use crate::auth::{AMR_PASSWORD, AuthService};
+use crate::domain::Email;
+use crate::error::{Error, Result};
+
+/// RFC 8176: proof of possession of a hardware-secured key, and a user test (the passkey's user
+/// verification).
+const AMR_HWK: &str = "hwk";
+const AMR_USER: &str = "user";
+
+/// How a sign-in names its account.
+#[derive(Debug)]
+pub enum SignInWith {
+    Email(Email),
+    /// No e-mail: the authenticator offers the passkeys it holds for this site.
+    Discoverable,
+    /// The temp token of a password login's 2FA challenge.
+    Challenge(String),
+}
+
+impl AuthService {
+    /// Starts a sign-in ceremony.
+    pub async fn start_passkey_login(
+        &self,
+        with: SignInWith,
+        client: &ClientInfo,
+    ) -> Result<CeremonyStarted> {
+        let webauthn = self.relying_party()?;
+        self.throttle.attempt_from(client.ip)?;
+        let internal = |e: WebauthnError| Error::internal(anyhow::anyhow!("passkey sign-in: {e}"));
+        let (kind, user_id, hash, options, state) = match with {
+            SignInWith::Email(email) => {
+                let normalized = email.normalized();
+                let user = self.store.user_by_email(&normalized).await?;
+                // The same two queries whether the account exists or not.
+                let owner = user.as_ref().map_or(Uuid::nil(), |u| u.id);
+                let keys = self
+                    .store
+                    .passkeys_of(owner)
+                    .await?
+                    .iter()
+                    .map(passkey_of)
+                    .collect::<Result<Vec<_>>>()?;
+                let (challenge, state) = webauthn
+                    .start_passkey_authentication(&keys)
+                    .map_err(internal)?;
+                let mut options =
+                    serde_json::to_value(&challenge.public_key).map_err(Error::internal)?;
+                if keys.is_empty() {
+                    let decoy = self.secrets.passkey_decoy(&normalized);
+                    options["allowCredentials"] =
+                        json!([{ "type": "public-key", "id": b64url(&decoy) }]);
+                }
+                let state = serde_json::to_value(&state).map_err(Error::internal)?;
+                (CeremonyKind::Login, None, None, options, state)
+            }
+            SignInWith::Discoverable => {
+                let (challenge, state) = webauthn
+                    .start_discoverable_authentication()
+                    .map_err(internal)?;
+                let options =
+                    serde_json::to_value(&challenge.public_key).map_err(Error::internal)?;
+                let state = serde_json::to_value(&state).map_err(Error::internal)?;
+                (CeremonyKind::Discoverable, None, None, options, state)
+            }
+            SignInWith::Challenge(temp_token) => {
+                let hash = sha256(temp_token.as_bytes());
+                let user = self.challenged_user(&hash, self.clock.now_ms()).await?;
+                let keys = self
+                    .store
+                    .passkeys_of(user.id)
+                    .await?
+                    .iter()
+                    .map(passkey_of)
+                    .collect::<Result<Vec<_>>>()?;
+                if keys.is_empty() {
+                    // Whoever holds the temp token knows the password: no secret is told here.
+                    return Err(self
+                        .passkey_failed(Some(user.id), client, "no_passkey")
+                        .await);
+                }
+                let (challenge, state) = webauthn
+                    .start_passkey_authentication(&keys)
+                    .map_err(internal)?;
+                let options =
+                    serde_json::to_value(&challenge.public_key).map_err(Error::internal)?;
+                let state = serde_json::to_value(&state).map_err(Error::internal)?;
+                let hash = Some(hash.to_vec());
+                (
+                    CeremonyKind::SecondFactor,
+                    Some(user.id),
+                    hash,
+                    options,
+                    state,
+                )
+            }
+        };
+        let ceremony_id = self.begin_ceremony(kind, user_id, hash, &state).await?;
+        Ok(CeremonyStarted {
+            ceremony_id,
+            options,
+        })
+    }
+
+    /// Finishes a sign-in ceremony: the token set of a new session.
+    pub async fn finish_passkey_login(
+        &self,
+        ceremony_id: Uuid,
+        response: AssertionResponse,
+        client: &ClientInfo,
+    ) -> Result<TokenSet> {
+        let webauthn = self.relying_party()?;
+        self.throttle.attempt_from(client.ip)?;
+        let now = self.clock.now_ms();
+        let Some(ceremony) = self.store.take_sign_in(ceremony_id, now).await? else {
+            return Err(self.passkey_failed(None, client, "unknown_ceremony").await);
+        };
+        let assertion = &response.0;
+        let Some(stored) = self
+            .store
+            .passkey_by_credential_id(assertion.raw_id.as_slice())
+            .await?
+        else {
+            return Err(self
+                .passkey_failed(None, client, "unknown_credential")
+                .await);
+        };
+        let owner = Some(stored.user_id);
+        let verified = match ceremony.kind {
+            CeremonyKind::Login | CeremonyKind::SecondFactor => {
+                if ceremony.kind == CeremonyKind::SecondFactor && ceremony.user_id != owner {
+                    return Err(self.passkey_failed(owner, client, "other_account").await);
+                }
+                // A user handle, when the authenticator sends one, must be the owner's too
+                // (WebAuthn §7.2 step 6); webauthn-rs checks it only for discoverable sign-ins.
+                let handle = assertion.response.user_handle.as_ref();
+                if handle.is_some_and(|h| h.as_slice() != stored.user_id.as_bytes()) {
+                    return Err(self.passkey_failed(owner, client, "user_handle").await);
+                }
+                let state: PasskeyAuthentication = state_of(&ceremony)?;
+                webauthn.finish_passkey_authentication(assertion, &state)
+            }
+            CeremonyKind::Discoverable => {
+                // The user handle the authenticator gives must be the passkey's owner's.
+                match webauthn.identify_discoverable_authentication(assertion) {
+                    Ok((handle, _)) if Some(handle) == owner => {}
+                    _ => return Err(self.passkey_failed(owner, client, "user_handle").await),
+                }
+                let state: DiscoverableAuthentication = state_of(&ceremony)?;
+                let key = DiscoverableKey::from(&passkey_of(&stored)?);
+                webauthn.finish_discoverable_authentication(assertion, state, &[key])
+            }
+            CeremonyKind::Register => {
+                return Err(Error::internal(anyhow::anyhow!(
+                    "a registration ceremony taken as a sign-in"
+                )));
+            }
+        };
+        let result = match verified {
+            Ok(result) => result,
+            Err(WebauthnError::CredentialPossibleCompromise) => {
+                return Err(self.clone_detected(&stored, None, client).await);
+            }
+            Err(e) => {
+                tracing::info!(error = %e, "passkey assertion refused");
+                return Err(self.passkey_failed(owner, client, "verification").await);
+            }
+        };
+        self.record_use(&stored, &result, now, client).await?;
+        let user = self
+            .store
+            .user_by_id(stored.user_id)
+            .await?
+            .ok_or(Error::PasskeyInvalid)?;
+        if user.disabled {
+            let event = AuditEvent::LoginFailed(LoginFailure::AccountDisabled);
+            self.audit(event, Some(user.id), None, Some(client)).await;
+            return Err(Error::AccountDisabled);
+        }
+        match ceremony.kind {
+            CeremonyKind::SecondFactor => {
+                let hash = ceremony.temp_token_hash.as_deref().unwrap_or_default();
+                let hash: [u8; 32] = hash.try_into().map_err(|_| Error::TempTokenInvalid)?;
+                // The challenge may have lapsed while the ceremony ran (each lives 5 minutes).
+                let live = self
+                    .store
+                    .challenge_user(&hash, MAX_CHALLENGE_ATTEMPTS, now)
+                    .await?;
+                if live != Some(user.id) {
+                    return Err(Error::TempTokenInvalid);
+                }
+                // False when the challenge was completed meanwhile (a code, another passkey) or
+                // ended by a password change.
+                if !self.store.complete_challenge(&hash, now).await? {
+                    return Err(Error::TempTokenInvalid);
+                }
+                let amr = vec![AMR_PASSWORD.into(), AMR_HWK.into(), AMR_USER.into()];
+                let tokens = self
+                    .open_session(&user, amr, client)
+                    .await?
+                    .ok_or(Error::TempTokenInvalid)?;
+                let event = AuditEvent::PasskeySecondFactor { passkey: stored.id };
+                self.audit(event, Some(user.id), Some(tokens.session_id), Some(client))
+                    .await;
+                Ok(tokens)
+            }
+            _ => {
+                let tokens = self.open_passkey_session(&user, client).await?;
+                let event = AuditEvent::PasskeyLogin { passkey: stored.id };
+                self.audit(event, Some(user.id), Some(tokens.session_id), Some(client))
+                    .await;
+                Ok(tokens)
+            }
+        }
+    }
+
+    /// A session for a passkey sign-in, unless the account was disabled meanwhile.
+    async fn open_passkey_session(&self, user: &User, client: &ClientInfo) -> Result<TokenSet> {
+        let amr = vec![AMR_HWK.into(), AMR_USER.into()];
+        if let Some(tokens) = self.open_session(user, amr, client).await? {
+            return Ok(tokens);
+        }
+        let now = self.store.user_by_id(user.id).await?;
+        Err(match now {
+            Some(now) if now.disabled => Error::AccountDisabled,
+            _ => Error::PasskeyInvalid,
+        })
+    }
+
+    /// Saves the counter and backup flags an assertion reported. The counter is compared with
+    /// the stored one in the same statement: of two assertions racing with one counter value (a
+    /// cloned authenticator, possibly on two instances), only one is taken.
+    async fn record_use(
+        &self,
+        stored: &StoredPasskey,
+        result: &AuthenticationResult,
+        now: i64,
+        client: &ClientInfo,
+    ) -> Result<()> {
+        let mut passkey = passkey_of(stored)?;
+        passkey.update_credential(result);
+        let credential = serde_json::to_string(&passkey).map_err(Error::internal)?;
+        let counter = i64::from(result.counter());
+        let used = self
+            .store
+            .passkey_used(&PasskeyUse {
+                id: stored.id,
+                credential: &credential,
+                sign_count: counter,
+                backup_eligible: result.backup_eligible(),
+                backup_state: result.backup_state(),
+                at: now,
+            })
+            .await?;
+        if used {
+            Ok(())
+        } else {
+            Err(self.clone_detected(stored, Some(counter), client).await)
+        }
+    }
+
+    /// Audits a counter that did not move forward: two copies of one credential may exist.
+    async fn clone_detected(
+        &self,
+        stored: &StoredPasskey,
+        counter: Option<i64>,
+        client: &ClientInfo,
+    ) -> Error {
+        let event = AuditEvent::PasskeyCloneDetected {
+            passkey: stored.id,
+            stored: stored.sign_count,
+            presented: counter,
+        };
+        self.audit(event, Some(stored.user_id), None, Some(client))
+            .await;
+        tracing::warn!(passkey = %stored.id, user = %stored.user_id, "passkey counter went back: possibly a cloned authenticator");
+        Error::PasskeyInvalid
+    }
+}

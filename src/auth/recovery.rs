@@ -1,0 +1,169 @@
+//! A forgotten password: the request that mails a reset link, and the reset with it.
+//!
+//! The request answers the same, at once, whatever the address: the lookup, the token and the
+//! mail are made off the request's path (`ResetDesk`), so neither the answer nor its timing says
+//! whether an account exists, is disabled, or was throttled. Mail storms are bounded twice, both
+//! silently: per client address (in memory: a burst of `CLIENT_BURST`, then one a minute) and per
+//! account (in the database, so across instances: `MAILS_PER_HOUR` reset mails an hour).
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use secrecy::{ExposeSecret, SecretString};
+use tokio::sync::Semaphore;
+
+use super::AuthService;
+use super::audit::{AuditEvent, Auditor};
+use super::model::{ClientInfo, EndReason};
+use super::notices::{link_token_hash, new_link_token};
+use super::password::check_policy;
+use super::throttle::{Gcra, address_key};
+use crate::clock::Clock;
+use crate::domain::Email;
+use crate::error::{Error, Result};
+use crate::mail::{Letter, Mailer, Notice};
+use crate::store::Store;
+use crate::store::mail_tokens::NewMailToken;
+
+/// Reset mails one account gets in any hour at most.
+pub const MAILS_PER_HOUR: i64 = 3;
+const HOUR_MS: i64 = 3_600_000;
+/// Requests one client address may make at once, then one per `CLIENT_INTERVAL`.
+const CLIENT_BURST: u32 = 5;
+const CLIENT_INTERVAL: Duration = Duration::from_secs(60);
+/// Requests handled at once off their request's path; more are dropped (a flood).
+const IN_FLIGHT: usize = 64;
+
+pub(super) struct ResetDesk {
+    enabled: bool,
+    clients: Gcra<IpAddr>,
+    in_flight: Arc<Semaphore>,
+}
+
+impl ResetDesk {
+    pub(super) fn new(rate_limit: bool) -> ResetDesk {
+        ResetDesk {
+            enabled: rate_limit,
+            clients: Gcra::new(CLIENT_BURST, CLIENT_INTERVAL, 100_000),
+            in_flight: Arc::new(Semaphore::new(IN_FLIGHT)),
+        }
+    }
+}
+
+/// What a request handled off its path needs, owned.
+struct ResetWork {
+    store: Store,
+    clock: Clock,
+    mailer: Arc<Mailer>,
+    auditor: Auditor,
+    ttl: Duration,
+}
+
+impl AuthService {
+    /// `POST /auth/password/forgot`: returns at once; a reset link is mailed to the account with
+    /// this address if there is one, it is enabled, and neither limit is reached.
+    pub fn forgot_password(&self, email: &Email, client: &ClientInfo) {
+        let now = self.clock.now_ms();
+        if let Some(ip) = client.ip.filter(|_| self.resets.enabled) {
+            if self.resets.clients.take(address_key(ip), now).is_err() {
+                tracing::debug!(client = %ip, "forgotten-password requests throttled");
+                return;
+            }
+        }
+        let Ok(permit) = self.resets.in_flight.clone().try_acquire_owned() else {
+            tracing::warn!("too many forgotten-password requests at once: one dropped");
+            return;
+        };
+        let work = ResetWork {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            mailer: self.mailer.clone(),
+            auditor: self.auditor.clone(),
+            ttl: self.settings.links.reset_ttl,
+        };
+        let (email, client) = (email.normalized(), client.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            if let Err(error) = work.run(&email, &client).await {
+                tracing::warn!(error = %error, "cannot handle a forgotten-password request");
+            }
+        });
+    }
+
+    /// `POST /auth/password/reset`: a new password with a reset link's token. Every session of
+    /// the account ends (here at once, elsewhere within the revocation delay), and so do pending
+    /// 2FA challenges and logins in flight; 2FA stays as it was; a notice goes to the address.
+    pub async fn reset_password(
+        &self,
+        token: &str,
+        password: SecretString,
+        client: &ClientInfo,
+    ) -> Result<()> {
+        let hash = link_token_hash(token)?;
+        // Read first, so a bad token costs no password hash.
+        let (_, user) = self.live_link(&hash, "reset").await?;
+        check_policy(password.expose_secret())?;
+        let password_hash = self.hasher.hash(password).await?;
+        let notice = self.compose(&user, Letter::Notice(Notice::PasswordReset))?;
+        let reason = EndReason::PasswordReset;
+        let now = self.clock.now_ms();
+        let (user_id, ended) = self
+            .store
+            .reset_password(&hash, &password_hash, reason.as_str(), &notice, now)
+            .await?
+            .ok_or(Error::LinkInvalid)?;
+        self.ended(&ended, now, reason);
+        self.mailer.queued(&[&notice]);
+        let event = AuditEvent::PasswordReset {
+            sessions_ended: ended.len() as u64,
+        };
+        self.audit(event, Some(user_id), None, Some(client)).await;
+        Ok(())
+    }
+}
+
+impl ResetWork {
+    async fn run(self, email_normalized: &str, client: &ClientInfo) -> Result<()> {
+        let Some(user) = self.store.user_by_email(email_normalized).await? else {
+            return Ok(());
+        };
+        if user.disabled {
+            return Ok(());
+        }
+        let now = self.clock.now_ms();
+        let (token, hash) = new_link_token();
+        let mail = self.mailer.compose(
+            &user.email,
+            &user.full_name,
+            Letter::Reset { token: &token },
+            now,
+        )?;
+        let issued = self
+            .store
+            .issue_mail_token(
+                &NewMailToken {
+                    hash,
+                    user_id: user.id,
+                    purpose: "reset",
+                    email: None,
+                    created_at: now,
+                    expires_at: now + self.ttl.as_millis() as i64,
+                },
+                &mail,
+                now - HOUR_MS,
+                MAILS_PER_HOUR,
+            )
+            .await?;
+        let event = if issued {
+            self.mailer.queued(&[&mail]);
+            AuditEvent::PasswordResetRequested
+        } else {
+            AuditEvent::PasswordResetThrottled
+        };
+        self.auditor
+            .record(event, Some(user.id), None, Some(client))
+            .await;
+        Ok(())
+    }
+}

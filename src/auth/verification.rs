@@ -1,0 +1,211 @@
+//! Verified addresses: the link mailed at registration, its resend, the check of it, and the
+//! change of an account's address, which happens only when a link sent to the new address comes
+//! back (the old address is told).
+
+use secrecy::SecretString;
+use uuid::Uuid;
+
+use super::AuthService;
+use super::audit::{AuditEvent, Origin};
+use super::model::{ClientInfo, Principal, User};
+use super::notices::{link_token_hash, new_link_token};
+use crate::domain::{Email, FullName};
+use crate::error::{Error, Result};
+use crate::mail::{Letter, Notice};
+use crate::store::mail_tokens::{NewMailToken, Verified};
+use crate::store::users::NewUser;
+
+/// Verification mails one account gets in any hour at most (resends and address changes).
+const MAILS_PER_HOUR: i64 = 5;
+const HOUR_MS: i64 = 3_600_000;
+
+impl AuthService {
+    /// Creates a self-registered account, unverified, with its verification link mailed in the
+    /// same transaction.
+    pub(super) async fn insert_registered(
+        &self,
+        email: &Email,
+        name: &FullName,
+        password_hash: &str,
+        client: &ClientInfo,
+    ) -> Result<User> {
+        let now = self.clock.now_ms();
+        let user = unverified_user(email, name, password_hash, now);
+        let (token, hash) = new_link_token();
+        let mail = self.compose(&user, Letter::Verify { token: &token })?;
+        let inserted = self
+            .store
+            .insert_user_with_token(
+                &new_user_row(&user),
+                &self.verify_token(user.id, None, hash, now),
+                &mail,
+            )
+            .await?;
+        // One audit event either way (`user.created` says the link was mailed): the answer's
+        // time should not differ by more than the answer itself tells.
+        if !inserted {
+            let refused = AuditEvent::RegistrationRefused;
+            self.audit(refused, None, None, Some(client)).await;
+            return Err(Error::EmailTaken);
+        }
+        self.mailer.queued(&[&mail]);
+        let created = AuditEvent::UserCreated(Origin::Registration);
+        self.audit(created, Some(user.id), None, Some(client)).await;
+        Ok(user)
+    }
+
+    /// `POST /auth/email/verify`: the account's address is verified, or the account moves to the
+    /// address the link was sent to (`EMAIL_TAKEN` if another account took it meanwhile).
+    pub async fn verify_email(&self, token: &str, client: &ClientInfo) -> Result<()> {
+        let hash = link_token_hash(token)?;
+        let (record, user) = self.live_link(&hash, "verify").await?;
+        // For a change, the notice to the old address, written with the change.
+        let notice = match record.email {
+            Some(_) => Some(self.compose(&user, Letter::Notice(Notice::AddressChanged))?),
+            None => None,
+        };
+        let verified = self
+            .store
+            .verify_email(&hash, notice.as_ref(), self.clock.now_ms())
+            .await?
+            .ok_or(Error::LinkInvalid)?;
+        let event = match verified {
+            Verified::Address(_) => AuditEvent::EmailVerified,
+            Verified::Changed(_) => {
+                if let Some(notice) = &notice {
+                    self.mailer.queued(&[notice]);
+                }
+                AuditEvent::EmailChanged
+            }
+        };
+        self.audit(event, Some(user.id), None, Some(client)).await;
+        Ok(())
+    }
+
+    /// `POST /auth/email/verify/resend`: a new link for the caller's unverified address (the
+    /// older one void); nothing for a verified one, nor past the hourly share.
+    pub async fn resend_verification(&self, who: &Principal, client: &ClientInfo) -> Result<()> {
+        let user = self.user(who).await?;
+        if user.email_verified {
+            return Ok(());
+        }
+        let now = self.clock.now_ms();
+        let (token, hash) = new_link_token();
+        let mail = self.compose(&user, Letter::Verify { token: &token })?;
+        let token = self.verify_token(user.id, None, hash, now);
+        if self
+            .store
+            .issue_mail_token(&token, &mail, now - HOUR_MS, MAILS_PER_HOUR)
+            .await?
+        {
+            self.mailer.queued(&[&mail]);
+            let event = AuditEvent::EmailVerificationSent;
+            self.audit(event, Some(user.id), Some(who.session_id), Some(client))
+                .await;
+        }
+        Ok(())
+    }
+
+    /// `POST /auth/email`: after the password, a link to `new_email`; the account keeps its
+    /// address until the link comes back.
+    pub async fn change_email(
+        &self,
+        who: &Principal,
+        new_email: &Email,
+        password: SecretString,
+        client: &ClientInfo,
+    ) -> Result<()> {
+        let user = self.user(who).await?;
+        self.recheck_password(&user, password).await?;
+        if new_email.normalized() == user.email_normalized {
+            return Err(Error::field("newEmail", "is the account's address already"));
+        }
+        if self
+            .store
+            .user_by_email(&new_email.normalized())
+            .await?
+            .is_some()
+        {
+            return Err(Error::EmailTaken);
+        }
+        let now = self.clock.now_ms();
+        let (token, hash) = new_link_token();
+        let mail = self
+            .compose_to(
+                new_email.as_str(),
+                &user,
+                Letter::EmailChange { token: &token },
+            )
+            .map_err(|e| match e {
+                Error::Validation(_) => {
+                    Error::field("newEmail", "is not an address mail can be sent to")
+                }
+                other => other,
+            })?;
+        let token = self.verify_token(user.id, Some(new_email.as_str()), hash, now);
+        if self
+            .store
+            .issue_mail_token(&token, &mail, now - HOUR_MS, MAILS_PER_HOUR)
+            .await?
+        {
+            self.mailer.queued(&[&mail]);
+        }
+        let event = AuditEvent::EmailChangeRequested;
+        self.audit(event, Some(user.id), Some(who.session_id), Some(client))
+            .await;
+        Ok(())
+    }
+
+    fn verify_token<'a>(
+        &self,
+        user_id: Uuid,
+        email: Option<&'a str>,
+        hash: [u8; 32],
+        now: i64,
+    ) -> NewMailToken<'a> {
+        NewMailToken {
+            hash,
+            user_id,
+            purpose: "verify",
+            email,
+            created_at: now,
+            expires_at: now + self.settings.links.verify_ttl.as_millis() as i64,
+        }
+    }
+}
+
+/// A new account whose address is not verified yet (registration, invitation).
+pub(super) fn unverified_user(
+    email: &Email,
+    name: &FullName,
+    password_hash: &str,
+    now: i64,
+) -> User {
+    User {
+        id: Uuid::now_v7(),
+        email: email.as_str().to_owned(),
+        email_normalized: email.normalized(),
+        full_name: name.as_str().to_owned(),
+        password_hash: password_hash.to_owned(),
+        disabled: false,
+        totp_secret: None,
+        totp_pending: None,
+        auth_epoch: 0,
+        second_factor_blocked_until: None,
+        roles: Vec::new(),
+        created_at: now,
+        email_verified: false,
+    }
+}
+
+/// The row that stores `user`.
+pub(super) fn new_user_row(user: &User) -> NewUser<'_> {
+    NewUser {
+        id: user.id,
+        email: &user.email,
+        email_normalized: &user.email_normalized,
+        full_name: &user.full_name,
+        password_hash: &user.password_hash,
+        created_at: user.created_at,
+    }
+}

@@ -1,0 +1,386 @@
+//! The access rules file (`GATEHOUSE_ACCESS_RULES`, docs/api.md §6): rules checked in order, the
+//! first that matches a request deciding its policy. Every field a rule gives must match; within a
+//! list, any entry may. A bad file stops the start with one line naming the rule by its position.
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use super::path::{NormalPath, PathPattern};
+use crate::domain::Role;
+
+/// What a matching rule demands of the request's session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Policy {
+    /// Refused, whoever asks.
+    Deny,
+    /// A live session.
+    Authenticated,
+    /// A live session whose login had a second factor.
+    TwoFactor,
+    /// A live session whose account has any of these roles now.
+    Roles(Vec<Role>),
+}
+
+/// The original request, as the proxy described it.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub method: String,
+    /// Lower-case, without port or trailing dot.
+    pub host: String,
+    pub path: NormalPath,
+}
+
+#[derive(Debug, Clone)]
+struct Rule {
+    hosts: Option<Vec<HostPattern>>,
+    paths: Option<Vec<PathPattern>>,
+    methods: Option<Vec<String>>,
+    policy: Policy,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum HostPattern {
+    Exact(String),
+    /// `*.example.com`: any subdomain of it (stored as `.example.com`), not the bare domain.
+    Subdomains(String),
+}
+
+/// The rules, in file order. Empty when no file is configured.
+#[derive(Debug, Clone, Default)]
+pub struct AccessRules(Vec<Rule>);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    rule: Vec<toml::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRule {
+    hosts: Option<Vec<String>>,
+    paths: Option<Vec<String>>,
+    methods: Option<Vec<String>>,
+    policy: String,
+    roles: Option<Vec<String>>,
+}
+
+impl AccessRules {
+    /// Reads and checks the file; the error is one line naming the rule at fault.
+    pub fn load(path: &Path) -> Result<AccessRules, String> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        Self::parse(&text)
+    }
+
+    pub fn parse(text: &str) -> Result<AccessRules, String> {
+        let file: RawFile = toml::from_str(text)
+            .map_err(|e| format!("not a rules file: {}", one_line(&e.to_string())))?;
+        let rules = file
+            .rule
+            .into_iter()
+            .enumerate()
+            .map(|(i, value)| {
+                let rule: Result<Rule, String> = value
+                    .try_into::<RawRule>()
+                    .map_err(|e| one_line(&e.to_string()))
+                    .and_then(Rule::check);
+                rule.map_err(|reason| format!("rule {}: {reason}", i + 1))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(AccessRules(rules))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The policy of the first rule that matches; `Authenticated` when none does.
+    pub fn policy_for(&self, target: &Target) -> &Policy {
+        self.0
+            .iter()
+            .find(|rule| rule.matches(target))
+            .map_or(&Policy::Authenticated, |rule| &rule.policy)
+    }
+}
+
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+impl Rule {
+    fn check(raw: RawRule) -> Result<Rule, String> {
+        let hosts = non_empty("hosts", raw.hosts)?
+            .map(|hosts| hosts.iter().map(|h| HostPattern::parse(h)).collect())
+            .transpose()?;
+        let paths = non_empty("paths", raw.paths)?
+            .map(|paths| paths.iter().map(|p| PathPattern::parse(p)).collect())
+            .transpose()?;
+        let methods = non_empty("methods", raw.methods)?
+            .map(|methods| {
+                methods
+                    .iter()
+                    .map(|m| {
+                        if !m.is_empty() && m.bytes().all(|b| b.is_ascii_alphabetic()) {
+                            Ok(m.to_ascii_uppercase())
+                        } else {
+                            Err(format!("method {m:?} is not an HTTP method"))
+                        }
+                    })
+                    .collect()
+            })
+            .transpose()?;
+        let roles = non_empty("roles", raw.roles)?;
+        let policy = match (raw.policy.as_str(), roles) {
+            ("roles", Some(roles)) => Policy::Roles(
+                roles
+                    .iter()
+                    .map(|r| Role::parse(r))
+                    .collect::<Result<_, _>>()?,
+            ),
+            ("roles", None) => return Err("policy \"roles\" needs a list of roles".into()),
+            (_, Some(_)) => return Err("roles are given only with policy = \"roles\"".into()),
+            ("deny", None) => Policy::Deny,
+            ("authenticated", None) => Policy::Authenticated,
+            ("two_factor", None) => Policy::TwoFactor,
+            (other, None) => {
+                return Err(format!(
+                    "unknown policy {other:?} (deny, authenticated, two_factor or roles)"
+                ));
+            }
+        };
+        Ok(Rule {
+            hosts,
+            paths,
+            methods,
+            policy,
+        })
+    }
+
+    fn matches(&self, target: &Target) -> bool {
+        let hosts = self.hosts.as_ref();
+        let paths = self.paths.as_ref();
+        let methods = self.methods.as_ref();
+        hosts.is_none_or(|hosts| hosts.iter().any(|h| h.matches(&target.host)))
+            && paths.is_none_or(|paths| paths.iter().any(|p| p.covers(&target.path)))
+            && methods.is_none_or(|methods| {
+                methods
+                    .iter()
+                    .any(|m| m.eq_ignore_ascii_case(&target.method))
+            })
+    }
+}
+
+/// An empty list would match nothing, which is surely not what was meant.
+fn non_empty(field: &str, list: Option<Vec<String>>) -> Result<Option<Vec<String>>, String> {
+    match list {
+        Some(list) if list.is_empty() => {
+            Err(format!("{field} is empty (leave it out to match any)"))
+        }
+        other => Ok(other),
+    }
+}
+
+impl HostPattern {
+    fn parse(pattern: &str) -> Result<HostPattern, String> {
+        let lower = pattern.to_ascii_lowercase();
+        let (subdomains, name) = match lower.strip_prefix("*.") {
+            Some(rest) => (true, rest),
+            None => (false, lower.as_str()),
+        };
+        let valid = !name.is_empty()
+            && name.split('.').all(|label| {
+                !label.is_empty()
+                    && label
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            });
+        if !valid {
+            return Err(format!(
+                "host {pattern:?} is not a host name or *.domain (no port, no other wildcard)"
+            ));
+        }
+        Ok(if subdomains {
+            HostPattern::Subdomains(format!(".{name}"))
+        } else {
+            HostPattern::Exact(name.to_owned())
+        })
+    }
+
+    fn matches(&self, host: &str) -> bool {
+        match self {
+            HostPattern::Exact(name) => host == name,
+            HostPattern::Subdomains(suffix) => {
+                host.len() > suffix.len() && host.ends_with(suffix.as_str())
+            }
+        }
+    }
+}
+
+/// The host of a `Host`-style value (`name`, `name:port`, `[v6]:port`), lower-case, without its
+/// port or the trailing dot of a fully qualified name; `None` if it is not one.
+pub fn normal_host(value: &str) -> Option<String> {
+    let value = value.trim();
+    let host = if let Some(rest) = value.strip_prefix('[') {
+        let end = rest.find(']')?;
+        &value[..end + 2]
+    } else {
+        value.split(':').next()?
+    };
+    let host = host.strip_suffix('.').unwrap_or(host).to_ascii_lowercase();
+    let valid = !host.is_empty()
+        && host
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-.[]:".contains(&b));
+    valid.then_some(host)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn target(method: &str, host: &str, path: &str) -> Target {
+        Target {
+            method: method.into(),
+            host: normal_host(host).unwrap(),
+            path: NormalPath::parse(path).unwrap(),
+        }
+    }
+
+    const EXAMPLE: &str = r#"
+        [[rule]]
+        hosts = ["admin.example.com"]
+        paths = ["/api/admin"]
+        methods = ["POST", "delete"]
+        policy = "roles"
+        roles = ["admin", "ops"]
+
+        [[rule]]
+        paths = ["/reports/*/export"]
+        policy = "two_factor"
+
+        [[rule]]
+        hosts = ["*.internal.example.com"]
+        policy = "deny"
+
+        [[rule]]
+        paths = ["/internal"]
+        policy = "deny"
+    "#;
+
+    #[test]
+    fn the_first_matching_rule_decides() {
+        let rules = AccessRules::parse(EXAMPLE).unwrap();
+        let roles = || {
+            Policy::Roles(vec![
+                Role::parse("admin").unwrap(),
+                Role::parse("ops").unwrap(),
+            ])
+        };
+        assert_eq!(
+            rules.policy_for(&target("POST", "Admin.Example.com:8443", "/api/admin/x")),
+            &roles()
+        );
+        assert_eq!(
+            rules.policy_for(&target("delete", "admin.example.com.", "/api/admin")),
+            &roles()
+        );
+        assert_eq!(
+            rules.policy_for(&target("GET", "admin.example.com", "/api/admin")),
+            &Policy::Authenticated
+        );
+        assert_eq!(
+            rules.policy_for(&target("POST", "www.example.com", "/api/admin")),
+            &Policy::Authenticated
+        );
+        assert_eq!(
+            rules.policy_for(&target("GET", "x", "/reports/7/export")),
+            &Policy::TwoFactor
+        );
+        assert_eq!(
+            rules.policy_for(&target("GET", "a.b.internal.example.com", "/")),
+            &Policy::Deny
+        );
+        assert_eq!(
+            rules.policy_for(&target("GET", "internal.example.com", "/")),
+            &Policy::Authenticated
+        );
+        assert_eq!(
+            rules.policy_for(&target("GET", "x", "/internal/../internal/a")),
+            &Policy::Deny
+        );
+        assert_eq!(
+            rules.policy_for(&target("GET", "x", "/internals")),
+            &Policy::Authenticated
+        );
+        assert!(AccessRules::parse("").unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_bad_file_names_the_rule_at_fault() {
+        let cases = [
+            (
+                "[[rule]]\npolicy = \"open\"",
+                "rule 1: unknown policy \"open\"",
+            ),
+            (
+                "[[rule]]\npolicy = \"deny\"\n[[rule]]\npolicy = \"roles\"",
+                "rule 2: policy \"roles\" needs",
+            ),
+            (
+                "[[rule]]\npolicy = \"deny\"\nroles = [\"a\"]",
+                "rule 1: roles are given only",
+            ),
+            (
+                "[[rule]]\npolicy = \"roles\"\nroles = [\"Admin\"]",
+                "rule 1: \"Admin\" is not a role name",
+            ),
+            (
+                "[[rule]]\npolicy = \"deny\"\npaths = [\"/a**\"]",
+                "rule 1: path \"/a**\" is not a valid glob",
+            ),
+            (
+                "[[rule]]\npolicy = \"deny\"\npath = [\"/a\"]",
+                "rule 1: unknown field `path`",
+            ),
+            (
+                "[[rule]]\npolicy = \"deny\"\nhosts = [\"a.com:80\"]",
+                "rule 1: host \"a.com:80\"",
+            ),
+            (
+                "[[rule]]\npolicy = \"deny\"\nmethods = [\"GE T\"]",
+                "rule 1: method \"GE T\"",
+            ),
+            (
+                "[[rule]]\npolicy = \"deny\"\npaths = []",
+                "rule 1: paths is empty",
+            ),
+            (
+                "[[rule]]\npaths = [\"/a\"]",
+                "rule 1: missing field `policy`",
+            ),
+            (
+                "[[rules]]\npolicy = \"deny\"",
+                "not a rules file: TOML parse error at line 1, column 3 | 1 | [[rules]] | ^^^^^ unknown field `rules`",
+            ),
+            ("[[rule]\n", "not a rules file"),
+        ];
+        for (text, expected) in cases {
+            let error = AccessRules::parse(text).unwrap_err();
+            assert!(error.starts_with(expected), "{text:?}: {error}");
+            assert!(!error.contains('\n'), "{error}");
+        }
+    }
+
+    #[test]
+    fn hosts_lose_port_case_and_trailing_dot() {
+        assert_eq!(normal_host("Example.COM:8080").unwrap(), "example.com");
+        assert_eq!(normal_host("example.com.").unwrap(), "example.com");
+        assert_eq!(normal_host("[::1]:8080").unwrap(), "[::1]");
+        assert!(normal_host("").is_none());
+        assert!(normal_host("a b").is_none());
+        assert!(normal_host("a/b").is_none());
+    }
+}

@@ -1,0 +1,214 @@
+//! The calls of the mailed links and the address (docs/api.md §7): forgotten password and reset,
+//! verification and its resend, address change, invitations.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use secrecy::SecretString;
+use serde::Deserialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::non_empty;
+use super::views::{Done, TokenSetView};
+use crate::domain::Email;
+use crate::error::{Error, Result, Validator};
+use crate::http::docs::{
+    bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
+};
+use crate::http::extract::{AppJson, AuthUser, Client};
+use crate::http::{Answer, AppState, Envelope, ok};
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(forgot_password))
+        .routes(routes!(reset_password))
+        .routes(routes!(verify_email))
+        .routes(routes!(resend_verification))
+        .routes(routes!(change_email))
+        .routes(routes!(accept_invitation))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(default)]
+struct ForgotRequest {
+    #[schema(required = true, format = Email, max_length = 254, example = "ada@example.com")]
+    email: String,
+}
+
+error_responses!(ForgotErrors: body_errors(), server_errors());
+
+/// Ask for a password-reset link.
+///
+/// Answers 202 at once whatever the address: a link is mailed only to an existing, enabled
+/// account, at most a few an hour, and older links of the account stop working.
+#[utoipa::path(post, path = "/password/forgot", tag = "auth", request_body = ForgotRequest,
+    responses((status = 202, description = "Accepted", body = Envelope<Done>), ForgotErrors))]
+async fn forgot_password(
+    State(state): State<AppState>,
+    Client(client): Client,
+    AppJson(body): AppJson<ForgotRequest>,
+) -> Result<(StatusCode, Answer<Done>)> {
+    let mut v = Validator::new();
+    let email = v.check("email", Email::parse(&body.email));
+    let email = v.finish(email)?;
+    state.auth.forgot_password(&email, &client);
+    Ok((StatusCode::ACCEPTED, ok(Done {})))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(rename_all = "camelCase", default)]
+struct ResetRequest {
+    /// The `token` of the link's query.
+    #[schema(required = true, min_length = 1)]
+    token: String,
+    /// 8 to 256 characters, not a common breached password.
+    #[schema(required = true, min_length = 8, max_length = 256)]
+    new_password: String,
+}
+
+error_responses!(ResetErrors:
+    body_errors(),
+    [Error::LinkInvalid, Error::WeakPassword("this password is too common".into())],
+    server_errors(),
+    [Error::Overloaded { retry_after: 1 }],
+);
+
+/// Set a new password with a reset link's token; every session of the account ends.
+#[utoipa::path(post, path = "/password/reset", tag = "auth", request_body = ResetRequest,
+    responses((status = 200, description = "Reset", body = Envelope<Done>), ResetErrors))]
+async fn reset_password(
+    State(state): State<AppState>,
+    Client(client): Client,
+    AppJson(body): AppJson<ResetRequest>,
+) -> Result<Answer<Done>> {
+    let mut v = Validator::new();
+    let token = v.check("token", non_empty(body.token));
+    let password = v.check("newPassword", non_empty(body.new_password));
+    let (token, password) = v.finish(token.zip(password))?;
+    state
+        .auth
+        .reset_password(&token, SecretString::from(password), &client)
+        .await?;
+    Ok(ok(Done {}))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(default)]
+struct TokenRequest {
+    /// The `token` of the link's query.
+    #[schema(required = true, min_length = 1)]
+    token: String,
+}
+
+error_responses!(VerifyErrors:
+    body_errors(),
+    [Error::LinkInvalid, Error::EmailTaken],
+    server_errors(),
+);
+
+/// Confirm an address with a verification link's token (for an address change: make the change).
+#[utoipa::path(post, path = "/email/verify", tag = "auth", request_body = TokenRequest,
+    responses((status = 200, description = "Verified", body = Envelope<Done>), VerifyErrors))]
+async fn verify_email(
+    State(state): State<AppState>,
+    Client(client): Client,
+    AppJson(body): AppJson<TokenRequest>,
+) -> Result<Answer<Done>> {
+    let mut v = Validator::new();
+    let token = v.check("token", non_empty(body.token));
+    let token = v.finish(token)?;
+    state.auth.verify_email(&token, &client).await?;
+    Ok(ok(Done {}))
+}
+
+error_responses!(ResendErrors: bearer_errors(), server_errors());
+
+/// Mail the caller a new verification link (nothing if the address is verified already).
+#[utoipa::path(post, path = "/email/verify/resend", tag = "auth", security(("bearer" = [])),
+    responses((status = 202, description = "Accepted", body = Envelope<Done>), ResendErrors))]
+async fn resend_verification(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    Client(client): Client,
+) -> Result<(StatusCode, Answer<Done>)> {
+    state.auth.resend_verification(&who, &client).await?;
+    Ok((StatusCode::ACCEPTED, ok(Done {})))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(rename_all = "camelCase", default)]
+struct ChangeEmailRequest {
+    #[schema(required = true, format = Email, max_length = 254, example = "ada@example.org")]
+    new_email: String,
+    #[schema(required = true, min_length = 1)]
+    password: String,
+}
+
+error_responses!(ChangeEmailErrors:
+    body_errors(),
+    [Error::PasswordRecheckFailed, Error::EmailTaken],
+    bearer_errors(),
+    throttle_errors(),
+    server_errors(),
+    [Error::Overloaded { retry_after: 1 }],
+);
+
+/// Change the caller's address: a link goes to the new address; the change happens when it is
+/// posted to `/auth/email/verify`, and the old address is told.
+#[utoipa::path(post, path = "/email", tag = "auth", request_body = ChangeEmailRequest,
+    security(("bearer" = [])),
+    responses((status = 202, description = "Accepted", body = Envelope<Done>), ChangeEmailErrors))]
+async fn change_email(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    Client(client): Client,
+    AppJson(body): AppJson<ChangeEmailRequest>,
+) -> Result<(StatusCode, Answer<Done>)> {
+    let mut v = Validator::new();
+    let email = v.check("newEmail", Email::parse(&body.new_email));
+    let password = v.check("password", non_empty(body.password));
+    let (email, password) = v.finish(email.zip(password))?;
+    state
+        .auth
+        .change_email(&who, &email, SecretString::from(password), &client)
+        .await?;
+    Ok((StatusCode::ACCEPTED, ok(Done {})))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(default)]
+struct AcceptRequest {
+    /// The `token` of the invitation link's query.
+    #[schema(required = true, min_length = 1)]
+    token: String,
+    /// 8 to 256 characters, not a common breached password.
+    #[schema(required = true, min_length = 8, max_length = 256)]
+    password: String,
+}
+
+error_responses!(AcceptErrors:
+    body_errors(),
+    [Error::LinkInvalid, Error::WeakPassword("this password is too common".into()), Error::AccountDisabled],
+    server_errors(),
+    [Error::Overloaded { retry_after: 1 }],
+);
+
+/// Accept an invitation: choose the account's password, and get its first token set.
+#[utoipa::path(post, path = "/invitations/accept", tag = "auth", request_body = AcceptRequest,
+    responses((status = 200, description = "The token set", body = Envelope<TokenSetView>), AcceptErrors))]
+async fn accept_invitation(
+    State(state): State<AppState>,
+    Client(client): Client,
+    AppJson(body): AppJson<AcceptRequest>,
+) -> Result<Answer<TokenSetView>> {
+    let mut v = Validator::new();
+    let token = v.check("token", non_empty(body.token));
+    let password = v.check("password", non_empty(body.password));
+    let (token, password) = v.finish(token.zip(password))?;
+    let tokens = state
+        .auth
+        .accept_invitation(&token, SecretString::from(password), &client)
+        .await?;
+    Ok(ok(tokens.into()))
+}

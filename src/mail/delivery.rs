@@ -1,0 +1,131 @@
+//! The delivery worker, one per instance: it claims due mails from the outbox with a lease (so two
+//! instances never hold one mail at once), hands each to the transport, deletes it when delivered
+//! and otherwise records the error and when to try again: 1 s, then doubling, capped by
+//! `GATEHOUSE_MAIL_RETRY_MAX` (30 s), so a mail goes out within that cap (plus a poll) of the
+//! server's return. It wakes when a flow of this instance queues a mail, and polls for the others'.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::transport::{Delivered, Transport};
+use super::{Mailer, PendingMail};
+use crate::clock::Clock;
+use crate::error::Result;
+use crate::metrics::Metrics;
+use crate::store::Store;
+
+/// How often the outbox is read for mails queued by other instances, or due again.
+pub const POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// Mails claimed (and sent at once) per pass.
+const BATCH: i64 = 5;
+const FIRST_RETRY: Duration = Duration::from_secs(1);
+/// The longest error text kept (a server's answer can be long).
+const MAX_ERROR: usize = 500;
+
+/// How long a claim holds: past the longest a batch's sends can take (each bounded by the
+/// transport's timeout), so a live worker's mails are never taken over, and a dead one's are
+/// after this.
+pub fn lease(smtp_timeout: Duration) -> Duration {
+    smtp_timeout * 3 * BATCH as u32 + Duration::from_secs(30)
+}
+
+pub struct Delivery {
+    pub store: Store,
+    pub clock: Clock,
+    pub mailer: Arc<Mailer>,
+    pub transport: Arc<Transport>,
+    pub metrics: Arc<Metrics>,
+    pub retry_max: Duration,
+    /// See `lease`.
+    pub lease: Duration,
+}
+
+impl Delivery {
+    /// Delivers until the task is aborted.
+    pub async fn run(self) {
+        let wake = self.mailer.wake();
+        let this = Arc::new(self);
+        loop {
+            let full = match this.pass().await {
+                Ok(claimed) => claimed >= BATCH as usize,
+                Err(error) => {
+                    tracing::debug!(error = %error, "cannot read the mail outbox yet");
+                    false
+                }
+            };
+            if !full {
+                tokio::select! {
+                    () = wake.notified() => {}
+                    () = tokio::time::sleep(POLL_INTERVAL) => {}
+                }
+            }
+        }
+    }
+
+    /// Claims the due mails and tries each once, all at once (each send waits mostly on the
+    /// SMTP server); returns how many it claimed.
+    pub async fn pass(self: &Arc<Self>) -> Result<usize> {
+        let now = self.clock.now_ms();
+        self.metrics
+            .mail_outbox_age(self.store.outbox_oldest().await?.map(|t| now - t));
+        let lease_until = now + self.lease.as_millis() as i64;
+        let mails = self.store.claim_mails(now, lease_until, BATCH).await?;
+        let claimed = mails.len();
+        let mut sends = tokio::task::JoinSet::new();
+        for mail in mails {
+            let this = self.clone();
+            sends.spawn(async move { this.deliver(&mail).await });
+        }
+        let mut outcome = Ok(claimed);
+        while let Some(done) = sends.join_next().await {
+            match done {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => outcome = Err(error),
+                Err(panicked) => outcome = Err(crate::error::Error::internal(panicked)),
+            }
+        }
+        outcome
+    }
+
+    async fn deliver(&self, mail: &PendingMail) -> Result<()> {
+        let sent = match self.mailer.open(mail) {
+            Ok(message) => {
+                self.transport
+                    .send(self.mailer.sender(), &mail.recipient, &message)
+                    .await
+            }
+            Err(error) => Err(error.to_string()),
+        };
+        match sent {
+            Ok(delivered) => {
+                self.store.mail_delivered(mail.id).await?;
+                self.metrics.mail_sent(&mail.kind);
+                match delivered {
+                    Delivered::File(path) => {
+                        tracing::info!(id = %mail.id, kind = %mail.kind, file = %path.display(), "mail written");
+                    }
+                    Delivered::Smtp => {
+                        tracing::info!(id = %mail.id, kind = %mail.kind, attempts = mail.attempts, "mail sent");
+                    }
+                }
+            }
+            Err(error) => {
+                let wait = self.backoff(mail.attempts);
+                let next = self.clock.now_ms() + wait.as_millis() as i64;
+                let error: String = error.chars().take(MAX_ERROR).collect();
+                self.metrics.mail_failed(&mail.kind);
+                tracing::warn!(id = %mail.id, kind = %mail.kind, attempts = mail.attempts, retry_in = ?wait, error = %error, "mail not delivered");
+                self.store.mail_failed(mail.id, next, &error).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The wait after the `attempts`-th failure.
+    fn backoff(&self, attempts: i64) -> Duration {
+        let doublings = attempts.clamp(1, 30) as u32 - 1;
+        FIRST_RETRY
+            .saturating_mul(2_u32.saturating_pow(doublings))
+            .min(self.retry_max)
+    }
+}

@@ -1,0 +1,245 @@
+//! A real SMTP server for the mail tests: Debian's `python3-aiosmtpd` on a loopback port, storing
+//! each message it receives in a maildir, which the tests read as a recipient's mailbox would.
+//! It can be stopped and started again on the same port, to test delivery across an outage, and
+//! can require TLS and a login (tests/api/smtp_tls.rs).
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The Debian interpreter that has the package (a `python3` earlier on the PATH may not).
+pub const PYTHON: &str = "/usr/bin/python3";
+
+pub struct SmtpServer {
+    pub port: u16,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+    /// TLS and AUTH required, when set.
+    pub secure: Option<crate::smtp_tls::Secure>,
+}
+
+impl SmtpServer {
+    /// A server on a free loopback port, accepting mail.
+    pub fn start() -> SmtpServer {
+        let mut server = SmtpServer::stopped();
+        server.resume();
+        server
+    }
+
+    /// A port reserved for a server that is not running yet: connections to it are refused.
+    pub fn stopped() -> SmtpServer {
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        SmtpServer {
+            port,
+            dir: tempfile::tempdir().unwrap(),
+            child: None,
+            secure: None,
+        }
+    }
+
+    /// A server that takes mail only over `tls`, with a certificate of its own CA, and only from
+    /// the login of `smtp_tls::SMTP_USER`.
+    pub fn start_secure(tls: crate::smtp_tls::Tls) -> SmtpServer {
+        let mut server = SmtpServer::stopped();
+        server.secure = Some(crate::smtp_tls::Secure::new(tls));
+        server.resume();
+        server
+    }
+
+    /// The URL Gatehouse is given (with the right login, for a secure server).
+    pub fn url(&self) -> String {
+        match &self.secure {
+            Some(secure) => secure.url(self.port, crate::smtp_tls::SMTP_PASSWORD),
+            None => format!("smtp://127.0.0.1:{}", self.port),
+        }
+    }
+
+    /// Starts the server (again) on its port, and waits until it accepts connections.
+    pub fn resume(&mut self) {
+        assert!(self.child.is_none(), "the SMTP server runs already");
+        let maildir = self.dir.path().join("maildir");
+        let mut command = match &self.secure {
+            Some(secure) => secure.command(self.port, maildir),
+            None => {
+                let mut command = Command::new(PYTHON);
+                command
+                    .args(["-m", "aiosmtpd", "-n", "-l"])
+                    .arg(format!("127.0.0.1:{}", self.port))
+                    .args(["-c", "aiosmtpd.handlers.Mailbox"])
+                    .arg(maildir);
+                command
+            }
+        };
+        let child = command
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("python3-aiosmtpd is installed (.ci/run installs it)");
+        self.child = Some(child);
+        let started = Instant::now();
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "the SMTP server does not start"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the server; the port refuses connections until `resume`.
+    pub fn stop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Every message received so far, oldest first.
+    pub fn messages(&self) -> Vec<Mail> {
+        let dir: PathBuf = self.dir.path().join("maildir").join("new");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
+            .unwrap_or_default();
+        files.sort_by_key(|p| {
+            let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok();
+            (modified, p.clone())
+        });
+        files
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .map(Mail)
+            .collect()
+    }
+
+    /// The messages once there are at least `n`, waiting up to `limit` for them.
+    pub async fn wait_for(&self, n: usize, limit: Duration) -> Vec<Mail> {
+        let started = Instant::now();
+        loop {
+            let messages = self.messages();
+            if messages.len() >= n {
+                return messages;
+            }
+            assert!(
+                started.elapsed() < limit,
+                "{} message(s) after {limit:?}, expected {n}",
+                messages.len()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// The messages to `to` whose subject contains `subject`, once there are `n`.
+    pub async fn wait_for_mail(&self, to: &str, subject: &str, n: usize) -> Vec<Mail> {
+        let started = Instant::now();
+        loop {
+            let found: Vec<Mail> = self
+                .messages()
+                .into_iter()
+                .filter(|m| m.to().contains(to) && m.subject().contains(subject))
+                .collect();
+            if found.len() >= n {
+                return found;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "no mail {subject:?} to {to} (have {:?})",
+                self.messages()
+                    .iter()
+                    .map(|m| (m.to(), m.subject()))
+                    .collect::<Vec<_>>()
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for SmtpServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// One received message, as its RFC 5322 text.
+#[derive(Debug, Clone)]
+pub struct Mail(pub String);
+
+impl Mail {
+    pub fn header(&self, name: &str) -> String {
+        let prefix = format!("{name}: ");
+        self.0
+            .lines()
+            .take_while(|l| !l.is_empty())
+            .find_map(|l| l.strip_prefix(&prefix))
+            .unwrap_or_default()
+            .to_owned()
+    }
+
+    pub fn to(&self) -> String {
+        self.header("To")
+    }
+
+    pub fn subject(&self) -> String {
+        self.header("Subject")
+    }
+
+    /// The body with quoted-printable soft line breaks and `=3D` undone: enough to read links,
+    /// whose other characters are all plain (a full MIME parser would be more than this needs).
+    pub fn text(&self) -> String {
+        self.0
+            .replace("=\r\n", "")
+            .replace("=\n", "")
+            .replace("=3D", "=")
+    }
+
+    /// The token of the link to `page` (e.g. `/reset-password`) in the plain-text part.
+    pub fn token(&self, page: &str) -> String {
+        let text = self.text();
+        let marker = format!("{page}?token=");
+        let start = text
+            .find(&marker)
+            .unwrap_or_else(|| panic!("no link to {page} in {text}"))
+            + marker.len();
+        text[start..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '-' || *c == '_')
+            .collect()
+    }
+
+    /// The whole link to `page`, as a mail client would open it.
+    pub fn link(&self, page: &str) -> String {
+        let text = self.text();
+        let marker = format!("{page}?token=");
+        let at = text.find(&marker).expect("a link");
+        let start = text[..at].rfind("http").expect("an absolute link");
+        format!("{}{}{}", &text[start..at], marker, self.token(page))
+    }
+}
+
+/// An app whose mail goes to `smtp` (by `args.smtp_url` when given: a wrong login, say), with
+/// open registration, retries capped at a second, and links to a public URL of its own (the pages
+/// are issue 14's).
+pub async fn app_with_smtp(
+    backend: crate::helpers::Backend,
+    smtp: &SmtpServer,
+    args: gatehouse::config::SettingsArgs,
+) -> crate::helpers::TestApp {
+    crate::helpers::spawn_app_with(
+        backend,
+        gatehouse::config::SettingsArgs {
+            smtp_url: args.smtp_url.clone().or(Some(smtp.url())),
+            registration: Some("open".into()),
+            mail_retry_max: args.mail_retry_max.clone().or(Some("1s".into())),
+            public_url: Some(PUBLIC_URL.into()),
+            ..args
+        },
+    )
+    .await
+}
+
+pub const PUBLIC_URL: &str = "https://auth.example.com";
