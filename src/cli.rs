@@ -142,7 +142,11 @@ pub enum KeysCommand {
     Rotate,
     /// Revoke a retired key (rotate first to retire the active one): the tokens it signed stop
     /// verifying on every running instance within seconds
-    Revoke { kid: String },
+    Revoke {
+        /// A kid is a base64url thumbprint, so one in 64 starts with '-': still the kid, not a flag
+        #[arg(allow_hyphen_values = true)]
+        kid: String,
+    },
 }
 
 /// Parses the command line, runs the command, and turns any failure into one line on stderr.
@@ -412,4 +416,18 @@ async fn keys(command: KeysCommand, services: &Services) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_kid_starting_with_a_hyphen_is_the_kid() {
+        let cli = Cli::try_parse_from(["gatehouse", "keys", "revoke", "-5Qx_a"]).unwrap();
+        let Command::Keys(KeysCommand::Revoke { kid }) = cli.command else {
+            panic!("not keys revoke");
+        };
+        assert_eq!(kid, "-5Qx_a");
+    }
 }

@@ -81,9 +81,14 @@ impl SmtpServer {
             .stderr(Stdio::null())
             .spawn()
             .expect("python3-aiosmtpd is installed (.ci/run installs it)");
-        self.child = Some(child);
+        let child = self.child.insert(child);
         let started = Instant::now();
         while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            if let Ok(Some(status)) = child.try_wait() {
+                panic!(
+                    "the SMTP server exited at once ({status}): is python3-aiosmtpd installed? (.ci/run installs it)"
+                );
+            }
             assert!(
                 started.elapsed() < Duration::from_secs(10),
                 "the SMTP server does not start"
