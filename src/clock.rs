@@ -6,11 +6,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
-/// The system clock, plus an offset that only tests change (`advance`). Cloning shares the offset,
-/// so every part of one running service sees the same time.
+/// The system clock, plus an offset that only tests change (`advance`, `freeze`). Cloning shares
+/// both, so every part of one running service sees the same time.
 #[derive(Clone, Debug, Default)]
 pub struct Clock {
     offset_ms: Arc<AtomicI64>,
+    /// The system time the clock stopped at, or 0 while it runs.
+    frozen_ms: Arc<AtomicI64>,
 }
 
 impl Clock {
@@ -20,7 +22,9 @@ impl Clock {
 
     /// Milliseconds since the Unix epoch, the unit of every time column.
     pub fn now_ms(&self) -> i64 {
-        system_ms() + self.offset_ms.load(Ordering::Relaxed)
+        let frozen = self.frozen_ms.load(Ordering::Relaxed);
+        let base = if frozen == 0 { system_ms() } else { frozen };
+        base + self.offset_ms.load(Ordering::Relaxed)
     }
 
     /// Whole seconds since the Unix epoch, the unit of JWT claims and TOTP.
@@ -32,6 +36,13 @@ impl Clock {
     pub fn advance(&self, by: Duration) {
         self.offset_ms
             .fetch_add(by.as_millis() as i64, Ordering::Relaxed);
+    }
+
+    /// Stops this clock (and every clone of it) where it is; only `advance` moves it from then on.
+    /// For tests that count against an allowance refilled with time: a slow machine must not
+    /// refill it half-way through.
+    pub fn freeze(&self) {
+        self.frozen_ms.store(system_ms(), Ordering::Relaxed);
     }
 }
 
@@ -58,6 +69,17 @@ mod tests {
         let before = other.now_ms();
         clock.advance(Duration::from_secs(3600));
         assert!(other.now_ms() - before >= 3_600_000);
+    }
+
+    #[test]
+    fn a_frozen_clock_moves_only_when_advanced() {
+        let clock = Clock::system();
+        clock.freeze();
+        let stopped = clock.clone().now_ms();
+        std::thread::sleep(Duration::from_millis(5));
+        assert_eq!(clock.now_ms(), stopped);
+        clock.advance(Duration::from_secs(6));
+        assert_eq!(clock.now_ms(), stopped + 6_000);
     }
 
     #[test]

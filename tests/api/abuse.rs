@@ -48,6 +48,7 @@ fn throttled(answer: &Answer) -> u64 {
 
 async fn an_account_is_throttled_after_its_burst_and_its_sessions_are_untouched(backend: Backend) {
     let app = spawn_app(backend).await;
+    app.clock().freeze();
     let (access, refresh) = app.logged_in_user("owner@example.com").await;
     for _ in 0..ACCOUNT_BURST {
         app.login("owner@example.com", "a wrong password")
@@ -79,6 +80,7 @@ async fn an_account_is_throttled_after_its_burst_and_its_sessions_are_untouched(
 
 async fn an_unknown_email_is_throttled_exactly_like_an_account(backend: Backend) {
     let app = spawn_app(backend).await;
+    app.clock().freeze();
     for _ in 0..ACCOUNT_BURST {
         app.login("nobody@example.com", "a wrong password")
             .await
@@ -89,6 +91,7 @@ async fn an_unknown_email_is_throttled_exactly_like_an_account(backend: Backend)
 
 async fn racing_failures_never_exceed_the_allowance(backend: Backend) {
     let app = spawn_app(backend).await;
+    app.clock().freeze();
     app.create_user("race@example.com", PASSWORD).await;
     for _ in 0..ACCOUNT_BURST - 5 {
         app.login("race@example.com", "a wrong password").await;
@@ -103,6 +106,8 @@ async fn racing_failures_never_exceed_the_allowance(backend: Backend) {
 
 async fn an_address_is_throttled_and_a_spoofed_header_changes_nothing(backend: Backend) {
     let app = spawn_app(backend).await;
+    // The allowance refills one attempt per 6 s: a slow run must not get one back half-way.
+    app.clock().freeze();
     app.create_user("ivy@example.com", PASSWORD).await;
     // Cheap attempts (no hash): challenges that do not exist, each claiming another address.
     for i in 0..ADDRESS_BURST {
@@ -130,6 +135,7 @@ async fn behind_a_trusted_proxy_each_client_address_counts_alone(backend: Backen
         },
     )
     .await;
+    app.clock().freeze();
     app.create_user("joy@example.com", PASSWORD).await;
     for _ in 0..ADDRESS_BURST {
         let request = app
