@@ -10,10 +10,11 @@ use anyhow::Context as _;
 use tokio::net::TcpListener;
 use uuid::Uuid;
 
+use crate::auth::admin::Operator;
 use crate::auth::live;
 use crate::clock::Clock;
 use crate::config::Settings;
-use crate::domain::{Email, FullName};
+use crate::domain::{Email, FullName, Role};
 use crate::http::{self, AppState};
 use crate::private_files;
 use crate::server;
@@ -279,21 +280,44 @@ impl Handle {
         let user = self
             .0
             .auth
-            .add_user(&email, &name, password.to_owned().into())
+            .add_user(
+                Operator::Cli,
+                &email,
+                &name,
+                &[],
+                Some(password.to_owned().into()),
+            )
             .await?;
         Ok(user.id)
+    }
+
+    /// `gatehouse user roles E --add …`: the roles the account has now.
+    pub async fn add_roles(&self, email: &str, roles: &[&str]) -> anyhow::Result<Vec<String>> {
+        let email = Email::parse(email).map_err(|r| anyhow::anyhow!("the e-mail {r}"))?;
+        let roles = roles
+            .iter()
+            .map(|r| Role::parse(r).map_err(|reason| anyhow::anyhow!("the role {reason}")))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let id = self.0.auth.find_user(&email).await?.id;
+        Ok(self
+            .0
+            .auth
+            .change_roles(Operator::Cli, id, &roles, &[])
+            .await?)
     }
 
     /// `gatehouse user disable`: how many sessions ended.
     pub async fn disable_user(&self, email: &str) -> anyhow::Result<u64> {
         let email = Email::parse(email).map_err(|r| anyhow::anyhow!("the e-mail {r}"))?;
-        Ok(self.0.auth.disable_user(&email).await?)
+        let id = self.0.auth.find_user(&email).await?.id;
+        Ok(self.0.auth.disable_user(Operator::Cli, id).await?)
     }
 
     /// `gatehouse user enable`.
     pub async fn enable_user(&self, email: &str) -> anyhow::Result<()> {
         let email = Email::parse(email).map_err(|r| anyhow::anyhow!("the e-mail {r}"))?;
-        Ok(self.0.auth.enable_user(&email).await?)
+        let id = self.0.auth.find_user(&email).await?.id;
+        Ok(self.0.auth.enable_user(Operator::Cli, id).await?)
     }
 
     /// One housekeeping pass now (by the service's clock), as the background task runs it.

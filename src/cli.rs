@@ -8,6 +8,8 @@ use secrecy::SecretString;
 use serde_json::json;
 
 use crate::app::{Application, shutdown_signal};
+use crate::auth::AuthService;
+use crate::auth::admin::Operator;
 use crate::clock::{Clock, rfc3339};
 use crate::config::{Settings, SettingsArgs};
 use crate::domain::{Email, FullName, Role};
@@ -239,6 +241,15 @@ fn explain(error: Error, email: &Email) -> anyhow::Error {
 }
 
 /// Role names as given on the command line, each checked.
+/// The id of the account with this e-mail (the command names accounts by address; the actions
+/// take ids, as the administration API does).
+async fn account(auth: &AuthService, email: &Email) -> anyhow::Result<uuid::Uuid> {
+    auth.find_user(email)
+        .await
+        .map(|u| u.id)
+        .map_err(|e| explain(e, email))
+}
+
 fn roles(names: &[String]) -> anyhow::Result<Vec<Role>> {
     names
         .iter()
@@ -276,7 +287,7 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
                 FullName::parse(&name).map_err(|reason| anyhow::anyhow!("the name {reason}"))?;
             let password = password_from_stdin(password_stdin)?;
             let user = auth
-                .add_user(&email, &name, password)
+                .add_user(Operator::Cli, &email, &name, &[], Some(password))
                 .await
                 .map_err(|e| explain(e, &email))?;
             println!("{}", user.id);
@@ -315,15 +326,17 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
         }
         UserCommand::Disable { email: raw } => {
             let email = email(&raw)?;
+            let id = account(auth, &email).await?;
             let n = auth
-                .disable_user(&email)
+                .disable_user(Operator::Cli, id)
                 .await
                 .map_err(|e| explain(e, &email))?;
             eprintln!("gatehouse: disabled {email}; ended {n} session(s)");
         }
         UserCommand::Enable { email: raw } => {
             let email = email(&raw)?;
-            auth.enable_user(&email)
+            let id = account(auth, &email).await?;
+            auth.enable_user(Operator::Cli, id)
                 .await
                 .map_err(|e| explain(e, &email))?;
             eprintln!("gatehouse: enabled {email}");
@@ -334,15 +347,17 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
         } => {
             let email = email(&raw)?;
             let password = password_from_stdin(password_stdin)?;
+            let id = account(auth, &email).await?;
             let n = auth
-                .set_password(&email, password)
+                .set_password(Operator::Cli, id, password)
                 .await
                 .map_err(|e| explain(e, &email))?;
             eprintln!("gatehouse: set the password of {email}; ended {n} session(s)");
         }
         UserCommand::Reset2fa { email: raw } => {
             let email = email(&raw)?;
-            auth.reset_two_factor(&email)
+            let id = account(auth, &email).await?;
+            auth.reset_two_factor(Operator::Cli, id)
                 .await
                 .map_err(|e| explain(e, &email))?;
             eprintln!("gatehouse: two-factor authentication is off for {email}");
@@ -358,14 +373,9 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
             // Checked before anything is made, so a bad role leaves no half-made invitation.
             let roles = roles(&role)?;
             let user = auth
-                .invite_user(&email, &name)
+                .add_user(Operator::Cli, &email, &name, &roles, None)
                 .await
                 .map_err(|e| explain(e, &email))?;
-            if !roles.is_empty() {
-                auth.change_roles(&email, &roles, &[])
-                    .await
-                    .map_err(|e| explain(e, &email))?;
-            }
             println!("{}", user.id);
         }
         UserCommand::Roles {
@@ -374,8 +384,10 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
             remove,
         } => {
             let email = email(&raw)?;
+            let (add, remove) = (roles(&add)?, roles(&remove)?);
+            let id = account(auth, &email).await?;
             let roles = auth
-                .change_roles(&email, &roles(&add)?, &roles(&remove)?)
+                .change_roles(Operator::Cli, id, &add, &remove)
                 .await
                 .map_err(|e| explain(e, &email))?;
             for role in roles {

@@ -79,6 +79,17 @@ pub enum Error {
     /// A right password for an account whose address is not verified, where that is required.
     #[error("confirm your e-mail address first: open the link mailed to you")]
     EmailNotVerified,
+    /// An administration call by an account without the `admin` role.
+    #[error("this call is for admins")]
+    Forbidden,
+    /// An administration call by an admin whose session's login had no second factor.
+    #[error(
+        "this call needs a session signed in with a second factor: log in with 2FA or a passkey"
+    )]
+    TwoFactorRequired,
+    /// An administration call that would lock the admin out, or that the account's state refuses.
+    #[error("{0}")]
+    Conflict(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

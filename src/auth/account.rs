@@ -128,8 +128,11 @@ impl AuthService {
         if !inserted {
             return Err(Error::EmailTaken);
         }
-        self.audit(AuditEvent::UserCreated(origin), Some(id), None, client)
-            .await;
+        // An admin's creation is recorded by the caller, which knows the admin (`actor_id`).
+        if origin != Origin::Admin {
+            self.audit(AuditEvent::UserCreated(origin), Some(id), None, client)
+                .await;
+        }
         self.store
             .user_by_id(id)
             .await?

@@ -15,6 +15,19 @@ pub enum Actor {
     Owner,
     /// An operator with the `gatehouse` command.
     Cli,
+    /// An admin through the administration API (who: the event's `actor_id`).
+    Admin,
+}
+
+impl Actor {
+    /// The `via=` of an event's detail.
+    fn via(self) -> &'static str {
+        match self {
+            Actor::Owner => "owner",
+            Actor::Cli => "cli",
+            Actor::Admin => "admin",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,6 +43,16 @@ pub enum LoginFailure {
 pub enum Origin {
     Cli,
     Registration,
+    Admin,
+}
+
+/// What an admin looked at (`admin.read`): reads of accounts and the trail are audited too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminRead {
+    Users,
+    User,
+    Sessions,
+    Audit,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,9 +87,20 @@ pub enum AuditEvent {
     RecoveryCodesRegenerated,
     UserCreated(Origin),
     UserDisabled {
+        by: Actor,
         sessions_ended: u64,
     },
-    UserEnabled,
+    UserEnabled {
+        by: Actor,
+    },
+    /// An admin renamed the account.
+    UserRenamed,
+    /// An admin ended every session of the account.
+    SessionsEnded {
+        sessions_ended: u64,
+    },
+    /// An admin read accounts or the trail.
+    AdminRead(AdminRead),
     KeyRotated {
         kid: String,
     },
@@ -75,6 +109,7 @@ pub enum AuditEvent {
     },
     /// The account's roles were changed (`gatehouse user roles`).
     RolesChanged {
+        by: Actor,
         added: Vec<String>,
         removed: Vec<String>,
     },
@@ -109,8 +144,10 @@ pub enum AuditEvent {
         /// The counter presented, when the check that refused it knew it.
         presented: Option<i64>,
     },
-    /// A reset link was mailed.
-    PasswordResetRequested,
+    /// A reset link was mailed (asked by the user, or by an admin: `by`).
+    PasswordResetRequested {
+        by: Actor,
+    },
     /// A reset was asked for an account that had its share of reset mails this hour: no mail.
     PasswordResetThrottled,
     PasswordReset {
@@ -120,9 +157,12 @@ pub enum AuditEvent {
     EmailVerified,
     EmailChangeRequested,
     EmailChanged,
-    UserInvited,
+    UserInvited {
+        by: Actor,
+    },
     InvitationAccepted,
     AccountDeleted {
+        by: Actor,
         sessions_ended: u64,
     },
     /// A registration with an address in use (the address is not recorded).
@@ -150,7 +190,10 @@ impl AuditEvent {
             RecoveryCodesRegenerated => "recovery_codes.regenerated",
             UserCreated(_) => "user.created",
             UserDisabled { .. } => "user.disabled",
-            UserEnabled => "user.enabled",
+            UserEnabled { .. } => "user.enabled",
+            UserRenamed => "user.renamed",
+            SessionsEnded { .. } => "user.sessions_ended",
+            AdminRead(_) => "admin.read",
             KeyRotated { .. } => "key.rotated",
             KeyRevoked { .. } => "key.revoked",
             RolesChanged { .. } => "user.roles_changed",
@@ -162,14 +205,14 @@ impl AuditEvent {
             PasskeySecondFactor { .. } => "two_factor.succeeded",
             PasskeyFailed { .. } => "passkey.failed",
             PasskeyCloneDetected { .. } => "passkey.clone_detected",
-            PasswordResetRequested => "password.reset_requested",
+            PasswordResetRequested { .. } => "password.reset_requested",
             PasswordResetThrottled => "password.reset_throttled",
             PasswordReset { .. } => "password.reset",
             EmailVerificationSent => "email.verification_sent",
             EmailVerified => "email.verified",
             EmailChangeRequested => "email.change_requested",
             EmailChanged => "email.changed",
-            UserInvited => "user.invited",
+            UserInvited { .. } => "user.invited",
             InvitationAccepted => "invitation.accepted",
             AccountDeleted { .. } => "user.deleted",
             RegistrationRefused => "registration.refused",
@@ -196,19 +239,34 @@ impl AuditEvent {
                 by: Actor::Owner,
                 sessions_ended,
             } => format!("other_sessions_ended={sessions_ended}"),
-            PasswordChanged {
-                by: Actor::Cli,
-                sessions_ended,
-            } => format!("via=cli sessions_ended={sessions_ended}"),
-            TwoFactorDisabled { by: Actor::Cli } => "via=cli reset".into(),
+            PasswordChanged { by, sessions_ended } => {
+                format!("via={} sessions_ended={sessions_ended}", by.via())
+            }
+            TwoFactorDisabled { by: Actor::Owner } => return None,
+            TwoFactorDisabled { by } => format!("via={} reset", by.via()),
             UserCreated(Origin::Cli) => "cli".into(),
             UserCreated(Origin::Registration) => "registration".into(),
-            UserDisabled { sessions_ended } => format!("via=cli sessions_ended={sessions_ended}"),
-            UserEnabled => "via=cli".into(),
+            UserCreated(Origin::Admin) => "admin".into(),
+            UserDisabled { by, sessions_ended } => {
+                format!("via={} sessions_ended={sessions_ended}", by.via())
+            }
+            UserEnabled { by } => format!("via={}", by.via()),
+            UserRenamed => "via=admin".into(),
+            SessionsEnded { sessions_ended } => {
+                format!("via=admin sessions_ended={sessions_ended}")
+            }
+            AdminRead(what) => match what {
+                self::AdminRead::Users => "users",
+                self::AdminRead::User => "user",
+                self::AdminRead::Sessions => "sessions",
+                self::AdminRead::Audit => "audit",
+            }
+            .into(),
             KeyRotated { kid } => format!("kid={kid} via=cli"),
             KeyRevoked { kid } => format!("kid={kid} via=cli"),
-            RolesChanged { added, removed } => format!(
-                "via=cli added={} removed={}",
+            RolesChanged { by, added, removed } => format!(
+                "via={} added={} removed={}",
+                by.via(),
                 added.join(","),
                 removed.join(",")
             ),
@@ -228,12 +286,13 @@ impl AuditEvent {
                 passkey, stored, ..
             } => format!("passkey={passkey} stored_counter={stored}"),
             PasswordReset { sessions_ended } => format!("via=link sessions_ended={sessions_ended}"),
-            UserInvited => "via=cli".into(),
-            AccountDeleted { sessions_ended } => {
-                format!("by=owner sessions_ended={sessions_ended}")
+            UserInvited { by } => format!("via={}", by.via()),
+            AccountDeleted { by, sessions_ended } => {
+                format!("by={} sessions_ended={sessions_ended}", by.via())
             }
+            PasswordResetRequested { by } if *by != Actor::Owner => format!("via={}", by.via()),
             RegistrationRefused => "email_taken".into(),
-            PasswordResetRequested
+            PasswordResetRequested { .. }
             | PasswordResetThrottled
             | EmailVerificationSent
             | EmailVerified
@@ -245,7 +304,6 @@ impl AuditEvent {
             | RecoveryCodeUsed
             | RefreshReuseDetected
             | TwoFactorEnabled
-            | TwoFactorDisabled { by: Actor::Owner }
             | RecoveryCodesRegenerated => return None,
         })
     }
@@ -271,6 +329,19 @@ impl Auditor {
         session_id: Option<Uuid>,
         client: Option<&ClientInfo>,
     ) {
+        self.record_by(event, None, user_id, session_id, client)
+            .await
+    }
+
+    /// `record`, naming the admin whose call made the event (`actor_id`).
+    pub async fn record_by(
+        &self,
+        event: AuditEvent,
+        actor_id: Option<Uuid>,
+        user_id: Option<Uuid>,
+        session_id: Option<Uuid>,
+        client: Option<&ClientInfo>,
+    ) {
         let ip = client.and_then(|c| c.ip).map(|ip| ip.to_string());
         let detail = event.detail();
         let recorded = self
@@ -283,6 +354,7 @@ impl Auditor {
                 ip: ip.as_deref(),
                 user_agent: client.and_then(|c| c.user_agent.as_deref()),
                 detail: detail.as_deref(),
+                actor_id,
             })
             .await;
         if let Err(error) = recorded {

@@ -3,6 +3,7 @@
 
 use secrecy::{ExposeSecret, SecretString};
 
+use super::admin::Operator;
 use super::audit::AuditEvent;
 use super::crypto::random_token;
 use super::model::{ClientInfo, TokenSet, User};
@@ -16,8 +17,13 @@ use crate::mail::Letter;
 use crate::store::mail_tokens::NewMailToken;
 
 impl AuthService {
-    /// `gatehouse user invite`: the new account, its invitation mailed in the same transaction.
-    pub async fn invite_user(&self, email: &Email, name: &FullName) -> Result<User> {
+    /// An invited account (`add_user` without a password): the new account, its invitation mailed in the same transaction.
+    pub(super) async fn invite_user(
+        &self,
+        op: Operator<'_>,
+        email: &Email,
+        name: &FullName,
+    ) -> Result<User> {
         // A password nobody knows, hashed like any other, so that a login to the account before
         // the invitation is accepted costs and answers what a wrong password does.
         let placeholder = self.hasher.hash(SecretString::from(random_token())).await?;
@@ -44,8 +50,8 @@ impl AuthService {
             return Err(Error::EmailTaken);
         }
         self.mailer.queued(&[&mail]);
-        self.audit(AuditEvent::UserInvited, Some(user.id), None, None)
-            .await;
+        let event = AuditEvent::UserInvited { by: op.actor() };
+        self.audit_by(op, event, Some(user.id)).await;
         Ok(user)
     }
 

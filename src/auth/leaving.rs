@@ -1,9 +1,10 @@
 //! Leaving: the owner deletes their account, after their password (and a code, with 2FA).
 
 use secrecy::SecretString;
+use uuid::Uuid;
 
 use super::AuthService;
-use super::audit::AuditEvent;
+use super::audit::{Actor, AuditEvent};
 use super::model::{ClientInfo, EndReason, Principal};
 use crate::error::{Error, Result};
 
@@ -25,17 +26,27 @@ impl AuthService {
             })?;
             self.recheck_code(&user, sealed, code, client).await?;
         }
+        let sessions_ended = self.remove_account(user.id).await?;
+        let event = AuditEvent::AccountDeleted {
+            by: Actor::Owner,
+            sessions_ended,
+        };
+        self.audit(event, Some(user.id), Some(who.session_id), Some(client))
+            .await;
+        Ok(sessions_ended)
+    }
+
+    /// Scrubs and soft-deletes the account, ending its sessions (the owner leaving, or an admin's
+    /// `DELETE /admin/users/{id}`); returns how many sessions ended.
+    pub(super) async fn remove_account(&self, user_id: Uuid) -> Result<u64> {
         let now = self.clock.now_ms();
         let reason = EndReason::AccountDeleted;
         let ended = self
             .store
-            .delete_account(user.id, reason.as_str(), now)
+            .delete_account(user_id, reason.as_str(), now)
             .await?;
         self.ended(&ended, now, reason);
-        let sessions_ended = ended.len() as u64;
-        let event = AuditEvent::AccountDeleted { sessions_ended };
-        self.audit(event, Some(user.id), Some(who.session_id), Some(client))
-            .await;
-        Ok(sessions_ended)
+        self.directory.forget(user_id);
+        Ok(ended.len() as u64)
     }
 }

@@ -28,7 +28,7 @@ pub mod tokens;
 pub mod totp;
 
 mod account;
-mod admin;
+pub mod admin;
 mod clients;
 mod enrolment;
 mod housekeeping;
@@ -334,9 +334,11 @@ mod tests {
         let email = Email::parse("sue@example.com").unwrap();
         let user = normal
             .add_user(
+                admin::Operator::Cli,
                 &email,
                 &FullName::parse("Sue").unwrap(),
-                "correct horse battery staple".into(),
+                &[],
+                Some("correct horse battery staple".into()),
             )
             .await
             .unwrap();

@@ -32,12 +32,29 @@ pub struct User {
     /// Whether the address is known to reach the owner (a mailed link came back, or an operator
     /// made the account).
     pub email_verified: bool,
+    /// When the account last signed in (ms); `None`: never.
+    pub last_login_at: Option<i64>,
 }
 
 impl User {
     pub fn two_factor_enabled(&self) -> bool {
         self.totp_secret.is_some()
     }
+}
+
+/// An account as the administration API shows it.
+#[derive(Debug, Clone)]
+pub struct ManagedUser {
+    pub user: User,
+    /// How many passkeys it has.
+    pub passkeys: i64,
+}
+
+/// A page of a list, and where the next one starts (`None`: this was the last).
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
 }
 
 /// A login and everything issued for it.
@@ -207,6 +224,10 @@ pub enum EndReason {
     PasswordSetByAdmin,
     PasswordReset,
     AccountDeleted,
+    /// An operator turned the account's 2FA off (a lost authenticator).
+    TwoFactorReset,
+    /// An admin ended the account's sessions.
+    EndedByAdmin,
 }
 
 impl EndReason {
@@ -220,6 +241,8 @@ impl EndReason {
             EndReason::PasswordSetByAdmin => "password_set_by_admin",
             EndReason::PasswordReset => "password_reset",
             EndReason::AccountDeleted => "account_deleted",
+            EndReason::TwoFactorReset => "two_factor_reset",
+            EndReason::EndedByAdmin => "ended_by_admin",
         }
     }
 }

@@ -14,8 +14,8 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Semaphore;
 
 use super::AuthService;
-use super::audit::{AuditEvent, Auditor};
-use super::model::{ClientInfo, EndReason};
+use super::audit::{Actor, AuditEvent, Auditor};
+use super::model::{ClientInfo, EndReason, User};
 use super::notices::{link_token_hash, new_link_token};
 use super::password::check_policy;
 use super::throttle::{Gcra, address_key};
@@ -29,6 +29,8 @@ use crate::store::mail_tokens::NewMailToken;
 /// Reset mails one account gets in any hour at most.
 pub const MAILS_PER_HOUR: i64 = 3;
 const HOUR_MS: i64 = 3_600_000;
+/// The longest an account past its allowance waits for its next reset mail.
+pub const HOUR_SECONDS: u64 = 3_600;
 /// Requests one client address may make at once, then one per `CLIENT_INTERVAL`.
 const CLIENT_BURST: u32 = 5;
 const CLIENT_INTERVAL: Duration = Duration::from_secs(60);
@@ -123,6 +125,22 @@ impl AuthService {
     }
 }
 
+impl AuthService {
+    /// Mails `user` a reset link now, within the account's allowance; false if it had its share
+    /// this hour (no mail). For an admin's `POST /admin/users/{id}/password-reset`, who is no
+    /// anonymous caller: it is done on the request's path, and its answer says what happened.
+    pub(super) async fn mail_reset_link(&self, user: &User) -> Result<bool> {
+        let work = ResetWork {
+            store: self.store.clone(),
+            clock: self.clock.clone(),
+            mailer: self.mailer.clone(),
+            auditor: self.auditor.clone(),
+            ttl: self.settings.links.reset_ttl,
+        };
+        work.issue(user).await
+    }
+}
+
 impl ResetWork {
     async fn run(self, email_normalized: &str, client: &ClientInfo) -> Result<()> {
         let Some(user) = self.store.user_by_email(email_normalized).await? else {
@@ -131,6 +149,20 @@ impl ResetWork {
         if user.disabled {
             return Ok(());
         }
+        let event = if self.issue(&user).await? {
+            AuditEvent::PasswordResetRequested { by: Actor::Owner }
+        } else {
+            AuditEvent::PasswordResetThrottled
+        };
+        self.auditor
+            .record(event, Some(user.id), None, Some(client))
+            .await;
+        Ok(())
+    }
+
+    /// A reset token for `user`, its mail in the outbox in the same transaction, unless the
+    /// account had `MAILS_PER_HOUR` this hour: false then.
+    async fn issue(&self, user: &User) -> Result<bool> {
         let now = self.clock.now_ms();
         let (token, hash) = new_link_token();
         let mail = self.mailer.compose(
@@ -155,15 +187,9 @@ impl ResetWork {
                 MAILS_PER_HOUR,
             )
             .await?;
-        let event = if issued {
+        if issued {
             self.mailer.queued(&[&mail]);
-            AuditEvent::PasswordResetRequested
-        } else {
-            AuditEvent::PasswordResetThrottled
-        };
-        self.auditor
-            .record(event, Some(user.id), None, Some(client))
-            .await;
-        Ok(())
+        }
+        Ok(issued)
     }
 }

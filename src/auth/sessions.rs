@@ -142,10 +142,19 @@ impl AuthService {
 
     /// The caller's live sessions, the most recently used first.
     pub async fn sessions(&self, who: &Principal) -> Result<Vec<SessionInfo>> {
+        self.sessions_of(who.user_id, Some(who.session_id)).await
+    }
+
+    /// An account's live sessions, the most recently used first; `current` is the caller's.
+    pub(super) async fn sessions_of(
+        &self,
+        user_id: Uuid,
+        current: Option<Uuid>,
+    ) -> Result<Vec<SessionInfo>> {
         let now = self.clock.now_ms();
         let mut sessions: Vec<SessionInfo> = self
             .store
-            .active_sessions(who.user_id, now)
+            .active_sessions(user_id, now)
             .await?
             .into_iter()
             .map(|s| SessionInfo {
@@ -154,7 +163,7 @@ impl AuthService {
                     .live
                     .unwritten_use(s.id)
                     .map_or(s.last_used_at, |at| at.max(s.last_used_at)),
-                current: s.id == who.session_id,
+                current: Some(s.id) == current,
                 created_at: s.created_at,
                 ip: s.ip,
                 user_agent: s.user_agent,

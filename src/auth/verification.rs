@@ -195,6 +195,7 @@ pub(super) fn unverified_user(
         roles: Vec::new(),
         created_at: now,
         email_verified: false,
+        last_login_at: None,
     }
 }
 

@@ -3,6 +3,7 @@
 use crate::clock::rfc3339;
 use crate::domain::Email;
 use crate::services::Services;
+use crate::store::audit::EventQuery;
 
 /// `--since`: an RFC 3339 time, or a span back from now.
 fn parse_since(text: &str, now: i64) -> anyhow::Result<i64> {
@@ -40,7 +41,12 @@ pub(super) async fn audit(
         }
         None => None,
     };
-    let events = services.store.events(since, user_id).await?;
+    let query = EventQuery {
+        since: Some(since),
+        user_id,
+        ..EventQuery::default()
+    };
+    let events = services.store.events(&query).await?;
     if json {
         let items: Vec<serde_json::Value> = events
             .iter()

@@ -35,6 +35,7 @@ pub const BEARER: &str = "bearer";
         (name = "auth", description = "Login, second factor, tokens, sessions and the caller's account"),
         (name = "passkeys", description = "Passkeys (WebAuthn): adding and managing them, and signing in with one"),
         (name = "crm", description = "The caller's contacts"),
+        (name = "admin", description = "Accounts and the audit trail, for admins (the `admin` role) signed in with a second factor"),
         (name = "authz", description = "Forward-auth for reverse proxies guarding other services (no envelope: status and Remote-* headers)"),
         (name = "oauth", description = "RFC 7662 introspection for registered clients and RFC 8414 metadata (OAuth's JSON, no envelope)"),
         (name = "service", description = "Health, readiness, public keys and this document"),

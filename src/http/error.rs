@@ -42,6 +42,9 @@ impl Error {
             PasskeysOff => (StatusCode::NOT_FOUND, "NOT_FOUND"),
             LinkInvalid => (StatusCode::BAD_REQUEST, "LINK_INVALID"),
             EmailNotVerified => (StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED"),
+            Forbidden => (StatusCode::FORBIDDEN, "FORBIDDEN"),
+            TwoFactorRequired => (StatusCode::FORBIDDEN, "TWO_FACTOR_REQUIRED"),
+            Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
         }
     }
 

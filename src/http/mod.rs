@@ -20,6 +20,7 @@ use crate::config::Settings;
 use crate::error::Error;
 use crate::services::Services;
 
+mod admin;
 mod auth;
 mod authz;
 mod crm;
@@ -105,6 +106,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(docs::ApiDoc::openapi())
         .nest("/api/v1/auth", auth::router())
         .nest("/api/v1/crm", crm::router())
+        .nest("/api/v1/admin", admin::router())
         .merge(authz::router())
         .merge(oauth::router())
         .merge(meta::router())

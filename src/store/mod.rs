@@ -13,6 +13,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, Sq
 
 use pool::Pool;
 
+pub mod admin;
 pub mod audit;
 pub mod challenges;
 pub mod clients;

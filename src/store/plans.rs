@@ -7,6 +7,7 @@
 
 use sqlx::{Connection as _, Executor as _, Row as _};
 
+use super::admin::{USERS_PAGE, USERS_PAGE_AFTER, USERS_SEARCH, USERS_SEARCH_AFTER};
 use super::challenges::{CHALLENGE_USER, COMPLETE_CHALLENGE, TAKE_CHALLENGE_ATTEMPT};
 use super::contacts::{
     LIST_CONTACTS, LIST_CONTACTS_AFTER, LIST_CONTACTS_SEARCH, LIST_CONTACTS_SEARCH_AFTER,
@@ -44,6 +45,12 @@ fn cases() -> Vec<Case> {
     let purge = |name, sql, types, args| Case {
         name,
         sql,
+        types,
+        args,
+    };
+    let admin_page = |name, sql, types, args| Case {
+        name,
+        sql: ("", sql),
         types,
         args,
     };
@@ -162,6 +169,29 @@ fn cases() -> Vec<Case> {
             "text, bigint",
             "'u7@example.com', 18000",
         ),
+        // The admin's account list walks the address index in order (a search filters as it
+        // walks, a substring having no index to seek). On SQLite a walk of an index is a "SCAN …
+        // USING INDEX", which `check` would take for a table scan: `admin_pages_walk_the_index`
+        // checks those plans instead.
+        admin_page("admin: accounts, first page", USERS_PAGE, "bigint", "51"),
+        admin_page(
+            "admin: accounts after a cursor",
+            USERS_PAGE_AFTER,
+            "bigint, text",
+            "51, 'u2500@example.com'",
+        ),
+        admin_page(
+            "admin: accounts, search",
+            USERS_SEARCH,
+            "bigint, text",
+            "51, '%u25%'",
+        ),
+        admin_page(
+            "admin: accounts, search after a cursor",
+            USERS_SEARCH_AFTER,
+            "bigint, text, text",
+            "51, '%u25%', 'u2500@example.com'",
+        ),
         purge(
             "purge: lapsed sessions",
             PURGE_LAPSED_SESSIONS,
@@ -209,7 +239,7 @@ fn cases() -> Vec<Case> {
 
 /// Rows enough that a planner weighs an index against a scan as it would in production: 5 000
 /// accounts, each with a session (1 % revoked) and its refresh token (10 % consumed), contacts,
-/// challenges, throttle keys, audit events and mailed tokens. `{id}` and `{bytes}` are each
+/// challenges, throttle keys, audit events, mailed tokens and passkeys (a third of the accounts). `{id}` and `{bytes}` are each
 /// backend's random UUID and byte string.
 const SEED: &str = "
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
@@ -232,8 +262,52 @@ SELECT {bytes}, id, 'reset', created_at, created_at + 3600 FROM users;
 INSERT INTO throttles (key, tat) SELECT email_normalized, created_at FROM users;
 INSERT INTO audit_events (id, at, event, user_id) SELECT {id}, created_at, 'login.succeeded', id
 FROM users;
+INSERT INTO passkeys (id, user_id, credential_id, name, credential, sign_count, backup_eligible,
+                      backup_state, created_at)
+SELECT {id}, id, {bytes}, 'k', '{}', 0, FALSE, FALSE, created_at FROM users WHERE created_at % 3 = 0;
 ANALYZE;
 ";
+
+/// SQLite: each page of the admin's account list reads the address index in order, from the
+/// cursor on (no sort of the table, no scan of the table itself), and counts passkeys by their
+/// index.
+#[tokio::test]
+async fn admin_pages_walk_the_index() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("plans.db").display());
+    let store = Store::connect(&url).await.unwrap();
+    store.migrate().await.unwrap();
+    let Backend::Sqlite { read, write, .. } = &store.backend else {
+        unreachable!("a SQLite URL")
+    };
+    let seed = SEED
+        .replace("{id}", "randomblob(16)")
+        .replace("{bytes}", "randomblob(32)");
+    let mut conn = write.acquire().await.unwrap();
+    sqlx::raw_sql(&seed).execute(&mut *conn).await.unwrap();
+    drop(conn);
+    let mut conn = read.acquire().await.unwrap();
+    for sql in [
+        USERS_PAGE,
+        USERS_PAGE_AFTER,
+        USERS_SEARCH,
+        USERS_SEARCH_AFTER,
+    ] {
+        let rows = sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}"))
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap();
+        let plan: Vec<String> = rows.iter().map(|r| r.get::<String, _>(3)).collect();
+        eprintln!("SQLite, admin accounts:\n    {}", plan.join("\n    "));
+        assert!(
+            plan.iter()
+                .any(|l| l.contains("users USING INDEX sqlite_autoindex_users")),
+            "{plan:?}"
+        );
+        assert!(plan.iter().any(|l| l.contains("passkeys_user")), "{plan:?}");
+        assert!(!plan.iter().any(|l| l.contains("TEMP B-TREE")), "{plan:?}");
+    }
+}
 
 /// The lines of a plan that say how a table is read, if any reads it by a scan.
 fn scans<'a>(plan: &'a [String], scan: &str) -> Vec<&'a str> {

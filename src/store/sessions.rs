@@ -213,6 +213,9 @@ macro_rules! end_logins {
     }};
 }
 
+const RECORD_LOGIN: &str = "UPDATE users SET last_login_at = $2 \
+                            WHERE id = $1 AND (last_login_at IS NULL OR last_login_at < $2)";
+
 impl Store {
     /// Creates a session with its first refresh token, unless the account was disabled or its
     /// `auth_epoch` moved (a password change) since the login's checks began: false then. On
@@ -256,6 +259,15 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
+            // After the commit, not inside it: on PostgreSQL two logins of one account both hold
+            // the row's share lock, and each upgrading it to write would deadlock the other.
+            // A login is the only writer of `last_login_at` (never a bearer call), and it never
+            // moves back, whichever of two racing logins writes last.
+            sqlx::query(RECORD_LOGIN)
+                .bind(s.user_id)
+                .bind(s.refresh.issued_at)
+                .execute(&mut *pool)
+                .await?;
             Ok(true)
         })
     }

@@ -7,7 +7,7 @@ use crate::auth::model::User;
 use crate::error::Result;
 
 #[derive(sqlx::FromRow)]
-struct UserRow {
+pub(super) struct UserRow {
     id: Uuid,
     email: String,
     email_normalized: String,
@@ -21,6 +21,7 @@ struct UserRow {
     roles: String,
     created_at: i64,
     email_verified: bool,
+    last_login_at: Option<i64>,
 }
 
 impl From<UserRow> for User {
@@ -39,6 +40,7 @@ impl From<UserRow> for User {
             roles: r.roles.split_whitespace().map(str::to_owned).collect(),
             created_at: r.created_at,
             email_verified: r.email_verified,
+            last_login_at: r.last_login_at,
         }
     }
 }
@@ -47,7 +49,8 @@ impl From<UserRow> for User {
 macro_rules! user_columns {
     () => {
         "id, email, email_normalized, full_name, password_hash, disabled, totp_secret, \
-         totp_pending, auth_epoch, second_factor_blocked_until, roles, created_at, email_verified"
+         totp_pending, auth_epoch, second_factor_blocked_until, roles, created_at, email_verified, \
+         last_login_at"
     };
 }
 
@@ -165,6 +168,20 @@ impl Store {
             .bind(i64::MAX)
             .fetch_all(pool)
             .await)
+    }
+
+    /// Renames an account; false if there is no such account (or it was deleted). `updated_at`
+    /// moves: forward-auth's directory on every instance forgets the old name.
+    pub async fn set_full_name(&self, id: Uuid, full_name: &str, now: i64) -> Result<bool> {
+        let sql = "UPDATE users SET full_name = $2, updated_at = $3 \
+                   WHERE id = $1 AND deleted_at IS NULL";
+        on_write_pool!(self, |pool| sqlx::query(sql)
+            .bind(id)
+            .bind(full_name)
+            .bind(now)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected() == 1))
     }
 
     pub async fn list_users(&self) -> Result<Vec<User>> {

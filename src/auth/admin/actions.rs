@@ -1,0 +1,336 @@
+//! The operator's actions on accounts and keys, each written once: the `gatehouse` command finds
+//! the account by its e-mail (`find_user`) and the administration API takes its id, and both call
+//! the same function here with their `Operator`, which decides how the act is audited and whether
+//! it would lock an admin out.
+
+use secrecy::{ExposeSecret, SecretString};
+use uuid::Uuid;
+
+use super::{ADMIN_ROLE, Operator};
+use crate::auth::AuthService;
+use crate::auth::audit::{AuditEvent, Origin};
+use crate::auth::model::{EndReason, ManagedUser, SessionInfo, User};
+use crate::auth::password::check_policy;
+use crate::auth::tokens::new_key;
+use crate::domain::{Email, FullName, Role};
+use crate::error::{Error, Result};
+use crate::mail::Notice;
+
+/// What `PATCH /admin/users/{id}` changes; `None`: left as it is.
+#[derive(Debug, Default)]
+pub struct UserChanges {
+    pub full_name: Option<FullName>,
+    /// The whole set of roles the account is to have.
+    pub roles: Option<Vec<Role>>,
+    pub disabled: Option<bool>,
+}
+
+impl AuthService {
+    /// The account with this e-mail (the `gatehouse` command names accounts by address).
+    pub async fn find_user(&self, email: &Email) -> Result<User> {
+        self.store
+            .user_by_email(&email.normalized())
+            .await?
+            .ok_or(Error::NotFound)
+    }
+
+    /// An account that exists and was not deleted, with its passkey count.
+    pub(super) async fn target(&self, id: Uuid) -> Result<ManagedUser> {
+        self.store.managed_user(id).await?.ok_or(Error::NotFound)
+    }
+
+    /// A new account (`gatehouse user add` / `invite`, `POST /admin/users`): with a password, ready
+    /// to sign in; without one, invited (a link to choose it is mailed in the same transaction).
+    /// Then the roles, if any (checked before, as `Role`s, so none can fail here).
+    pub async fn add_user(
+        &self,
+        op: Operator<'_>,
+        email: &Email,
+        name: &FullName,
+        roles: &[Role],
+        password: Option<SecretString>,
+    ) -> Result<User> {
+        let user = match password {
+            Some(password) => {
+                let origin = match op {
+                    Operator::Cli => Origin::Cli,
+                    Operator::Admin { .. } => Origin::Admin,
+                };
+                let user = self
+                    .create_user(email, name, password, origin, None)
+                    .await?;
+                if origin == Origin::Admin {
+                    self.audit_by(op, AuditEvent::UserCreated(origin), Some(user.id))
+                        .await;
+                }
+                user
+            }
+            None => self.invite_user(op, email, name).await?,
+        };
+        if roles.is_empty() {
+            return Ok(user);
+        }
+        self.change_roles(op, user.id, roles, &[]).await?;
+        self.store
+            .user_by_id(user.id)
+            .await?
+            .ok_or_else(|| Error::internal(anyhow::anyhow!("user {} vanished", user.id)))
+    }
+
+    /// `PATCH /admin/users/{id}`: every change is checked before any is made, so a refused one
+    /// (an admin disabling or demoting themselves) leaves the account as it was.
+    pub async fn update_user(
+        &self,
+        op: Operator<'_>,
+        id: Uuid,
+        changes: UserChanges,
+    ) -> Result<ManagedUser> {
+        let current = self.target(id).await?;
+        if changes.disabled == Some(true) {
+            op.not_on_self(id, "disable")?;
+        }
+        let (mut add, mut remove) = (Vec::new(), Vec::new());
+        if let Some(roles) = &changes.roles {
+            add = roles
+                .iter()
+                .filter(|r| !current.user.roles.iter().any(|c| c == r.as_str()))
+                .cloned()
+                .collect();
+            remove = current
+                .user
+                .roles
+                .iter()
+                .filter(|c| !roles.iter().any(|r| r.as_str() == c.as_str()))
+                .filter_map(|c| Role::parse(c).ok())
+                .collect();
+            if remove.iter().any(|r| r.as_str() == ADMIN_ROLE) {
+                op.not_on_self(id, "remove the admin role from")?;
+            }
+        }
+        if let Some(name) = &changes.full_name {
+            if name.as_str() != current.user.full_name {
+                let now = self.clock.now_ms();
+                if !self.store.set_full_name(id, name.as_str(), now).await? {
+                    return Err(Error::NotFound);
+                }
+                self.directory.forget(id);
+                self.audit_by(op, AuditEvent::UserRenamed, Some(id)).await;
+            }
+        }
+        if !add.is_empty() || !remove.is_empty() {
+            self.change_roles(op, id, &add, &remove).await?;
+        }
+        match changes.disabled {
+            Some(true) if !current.user.disabled => {
+                self.disable_user(op, id).await?;
+            }
+            Some(false) if current.user.disabled => self.enable_user(op, id).await?,
+            _ => {}
+        }
+        self.target(id).await
+    }
+
+    /// Disables an account and ends all its sessions, in one transaction: a login in flight gets
+    /// no session, and every instance refuses its access tokens within `live::SYNC_INTERVAL`.
+    pub async fn disable_user(&self, op: Operator<'_>, id: Uuid) -> Result<u64> {
+        op.not_on_self(id, "disable")?;
+        self.target(id).await?;
+        let now = self.clock.now_ms();
+        let reason = EndReason::AccountDisabled;
+        let ended = self.store.disable_user(id, reason.as_str(), now).await?;
+        self.ended(&ended, now, reason);
+        self.directory.forget(id);
+        let sessions_ended = ended.len() as u64;
+        let event = AuditEvent::UserDisabled {
+            by: op.actor(),
+            sessions_ended,
+        };
+        self.audit_by(op, event, Some(id)).await;
+        Ok(sessions_ended)
+    }
+
+    pub async fn enable_user(&self, op: Operator<'_>, id: Uuid) -> Result<()> {
+        self.target(id).await?;
+        self.store
+            .set_disabled(id, false, self.clock.now_ms())
+            .await?;
+        self.directory.forget(id);
+        let event = AuditEvent::UserEnabled { by: op.actor() };
+        self.audit_by(op, event, Some(id)).await;
+        Ok(())
+    }
+
+    /// Sets a new password and ends every session of the account (`gatehouse user set-password`).
+    pub async fn set_password(
+        &self,
+        op: Operator<'_>,
+        id: Uuid,
+        password: SecretString,
+    ) -> Result<u64> {
+        check_policy(password.expose_secret())?;
+        let user = self.target(id).await?.user;
+        let sessions_ended = self
+            .replace_password(&user, password, None, EndReason::PasswordSetByAdmin)
+            .await?;
+        let event = AuditEvent::PasswordChanged {
+            by: op.actor(),
+            sessions_ended,
+        };
+        self.audit_by(op, event, Some(id)).await;
+        self.notify(&user, Notice::PasswordChanged).await;
+        Ok(sessions_ended)
+    }
+
+    /// Adds and removes roles (an added role that is also removed stays off); returns the roles
+    /// the account has now. Every instance's forward-auth, introspection and administration gate
+    /// answer with them within `live::SYNC_INTERVAL`; access tokens carry them from the next
+    /// refresh. An admin cannot take the admin role from themselves.
+    pub async fn change_roles(
+        &self,
+        op: Operator<'_>,
+        id: Uuid,
+        add: &[Role],
+        remove: &[Role],
+    ) -> Result<Vec<String>> {
+        let removes_admin = remove.iter().any(|r| r.as_str() == ADMIN_ROLE)
+            && !add.iter().any(|r| r.as_str() == ADMIN_ROLE);
+        if removes_admin {
+            op.not_on_self(id, "remove the admin role from")?;
+        }
+        loop {
+            let user = self.target(id).await?.user;
+            let mut roles: Vec<String> = user.roles.clone();
+            roles.extend(add.iter().map(|r| r.as_str().to_owned()));
+            roles.retain(|r| !remove.iter().any(|x| x.as_str() == r));
+            roles.sort();
+            roles.dedup();
+            if roles == user.roles {
+                return Ok(roles);
+            }
+            let now = self.clock.now_ms();
+            if !self
+                .store
+                .set_roles(user.id, &user.roles, &roles, now)
+                .await?
+            {
+                // Changed by someone else since it was read: apply the change to theirs.
+                continue;
+            }
+            self.directory.forget(user.id);
+            let event = AuditEvent::RolesChanged {
+                by: op.actor(),
+                added: roles
+                    .iter()
+                    .filter(|r| !user.roles.contains(r))
+                    .cloned()
+                    .collect(),
+                removed: user
+                    .roles
+                    .iter()
+                    .filter(|r| !roles.contains(r))
+                    .cloned()
+                    .collect(),
+            };
+            self.audit_by(op, event, Some(user.id)).await;
+            return Ok(roles);
+        }
+    }
+
+    /// Turns 2FA off for an account that lost its authenticator, and ends its sessions: a session
+    /// whose login that authenticator vouched for is not to outlive it (a stolen phone may hold
+    /// one). An admin cannot do it to themselves: their own session, the second factor the API
+    /// needs, would end with no second factor left to sign in again.
+    pub async fn reset_two_factor(&self, op: Operator<'_>, id: Uuid) -> Result<u64> {
+        op.not_on_self(id, "reset the second factor of")?;
+        let user = self.target(id).await?.user;
+        self.store.disable_totp(id, self.clock.now_ms()).await?;
+        let sessions_ended = self
+            .end_sessions(id, None, EndReason::TwoFactorReset)
+            .await?;
+        let event = AuditEvent::TwoFactorDisabled { by: op.actor() };
+        self.audit_by(op, event, Some(id)).await;
+        self.notify(&user, Notice::TwoFactorDisabled).await;
+        Ok(sessions_ended)
+    }
+
+    /// `DELETE /admin/users/{id}`: the same removal as an owner leaving (`leaving`), without their
+    /// password. An admin cannot delete themselves here (`DELETE /auth/me` is for that).
+    pub async fn delete_user(&self, op: Operator<'_>, id: Uuid) -> Result<u64> {
+        op.not_on_self(id, "delete")?;
+        self.target(id).await?;
+        let sessions_ended = self.remove_account(id).await?;
+        let event = AuditEvent::AccountDeleted {
+            by: op.actor(),
+            sessions_ended,
+        };
+        self.audit_by(op, event, Some(id)).await;
+        Ok(sessions_ended)
+    }
+
+    /// Ends every session of an account (here at once, elsewhere within the revocation delay).
+    pub async fn end_user_sessions(&self, op: Operator<'_>, id: Uuid) -> Result<u64> {
+        self.target(id).await?;
+        let sessions_ended = self.end_sessions(id, None, EndReason::EndedByAdmin).await?;
+        self.audit_by(op, AuditEvent::SessionsEnded { sessions_ended }, Some(id))
+            .await;
+        Ok(sessions_ended)
+    }
+
+    /// An account's live sessions, the most recently used first (`current`: the admin's own).
+    pub async fn user_sessions(&self, op: Operator<'_>, id: Uuid) -> Result<Vec<SessionInfo>> {
+        self.target(id).await?;
+        let current = match op {
+            Operator::Admin { who, .. } => Some(who.session_id),
+            Operator::Cli => None,
+        };
+        let sessions = self.sessions_of(id, current).await?;
+        let event = AuditEvent::AdminRead(crate::auth::audit::AdminRead::Sessions);
+        self.audit_by(op, event, Some(id)).await;
+        Ok(sessions)
+    }
+
+    /// Mails the account a reset link now, within its hourly allowance of reset mails (the same
+    /// as a forgotten-password request's; past it `RATE_LIMITED`). A disabled account gets none:
+    /// its reset could not sign it in (`CONFLICT`).
+    pub async fn send_password_reset(&self, op: Operator<'_>, id: Uuid) -> Result<()> {
+        let user = self.target(id).await?.user;
+        if user.disabled {
+            return Err(Error::Conflict(
+                "the account is disabled: enable it first".into(),
+            ));
+        }
+        if !self.mail_reset_link(&user).await? {
+            return Err(Error::RateLimited {
+                retry_after: crate::auth::recovery::HOUR_SECONDS,
+            });
+        }
+        let event = AuditEvent::PasswordResetRequested { by: op.actor() };
+        self.audit_by(op, event, Some(id)).await;
+        Ok(())
+    }
+
+    /// Makes a new signing key the active one; returns its kid. Running instances sign with it
+    /// after their next key reload.
+    pub async fn rotate_signing_key(&self) -> Result<String> {
+        let now = self.clock.now_ms();
+        let key = new_key(&self.secrets, now);
+        self.store.rotate_key(&key, now).await?;
+        let kid = key.kid.clone();
+        self.audit(AuditEvent::KeyRotated { kid: key.kid }, None, None, None)
+            .await;
+        Ok(kid)
+    }
+
+    /// Revokes a retired signing key: tokens it signed stop verifying, and it leaves the JWK
+    /// Set, on every instance at its next key reload. The active key is rotated out first.
+    pub async fn revoke_signing_key(&self, kid: &str) -> Result<()> {
+        if !self.store.revoke_key(kid, self.clock.now_ms()).await? {
+            return Err(Error::NotFound);
+        }
+        let event = AuditEvent::KeyRevoked {
+            kid: kid.to_owned(),
+        };
+        self.audit(event, None, None, None).await;
+        Ok(())
+    }
+}
