@@ -58,6 +58,17 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("post", "/api/v1/auth/email", true),
     ("post", "/api/v1/auth/invitations/accept", false),
     ("delete", "/api/v1/auth/me", true),
+    // §8
+    ("get", "/api/v1/admin/users", true),
+    ("post", "/api/v1/admin/users", true),
+    ("get", "/api/v1/admin/users/{id}", true),
+    ("patch", "/api/v1/admin/users/{id}", true),
+    ("delete", "/api/v1/admin/users/{id}", true),
+    ("get", "/api/v1/admin/users/{id}/sessions", true),
+    ("delete", "/api/v1/admin/users/{id}/sessions", true),
+    ("post", "/api/v1/admin/users/{id}/password-reset", true),
+    ("post", "/api/v1/admin/users/{id}/reset-2fa", true),
+    ("get", "/api/v1/admin/audit", true),
 ];
 
 /// Forward-auth (docs/api.md §6): any method a proxy may use, a bearer token, no envelope.

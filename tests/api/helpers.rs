@@ -454,6 +454,74 @@ impl TestApp {
     pub fn cli(&self, args: &[&str], stdin: Option<&str>) -> Output {
         self.db.cli(args, stdin)
     }
+    /// A second instance of the service in this process, on this app's database (as a second
+    /// server would be): what one instance does, the other must learn of.
+    pub async fn twin(&self) -> TestApp {
+        let settings = Settings::resolve(&SettingsArgs {
+            listen: Some("127.0.0.1:0".into()),
+            database_url: Some(self.db.url.clone()),
+            master_key: self.db.master_key.clone(),
+            mail_dir: Some(self.db.mail_dir()),
+            ..SettingsArgs::default()
+        })
+        .expect("valid test settings");
+        let app = Application::build_with_clock(&settings, Clock::system())
+            .await
+            .expect("the second instance starts");
+        let address = format!("http://{}", app.local_addr());
+        let handle = app.handle();
+        let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(app.run_until(async {
+            let _ = rx.await;
+        }));
+        TestApp {
+            http: Http::new(address),
+            metrics_address: None,
+            handle,
+            // The first app's: this one neither removes the folder nor drops the database.
+            db: TestDatabase {
+                url: self.db.url.clone(),
+                master_key: self.db.master_key.clone(),
+                _dir: tempfile::tempdir().expect("temporary folder"),
+                postgres: None,
+            },
+            shutdown: Some(tx),
+        }
+    }
+
+    /// Inserts `n` accounts in one transaction, straight into the database (set-up at a scale
+    /// that registrations, each a password hash, would take minutes for): the address and name of
+    /// account `i` are `account(i)`. Their password hash is no hash: they cannot sign in.
+    pub async fn seed_accounts(&self, n: usize, account: impl Fn(usize) -> (String, String)) {
+        let sql = "INSERT INTO users (id, email, email_normalized, full_name, password_hash, \
+                   created_at, updated_at, email_verified) VALUES ($1, $2, $3, $4, 'x', $5, $5, TRUE)";
+        let now = self.clock().now_ms();
+        macro_rules! seed {
+            ($conn:expr) => {{
+                let mut tx = $conn.begin().await.unwrap();
+                for i in 0..n {
+                    let (email, name) = account(i);
+                    sqlx::query(sql)
+                        .bind(Uuid::now_v7())
+                        .bind(&email)
+                        .bind(email.to_lowercase())
+                        .bind(&name)
+                        .bind(now)
+                        .execute(&mut *tx)
+                        .await
+                        .unwrap();
+                }
+                tx.commit().await.unwrap();
+            }};
+        }
+        if self.db.url.starts_with("sqlite:") {
+            let mut conn = sqlx::SqliteConnection::connect(&self.db.url).await.unwrap();
+            seed!(conn);
+        } else {
+            let mut conn = sqlx::PgConnection::connect(&self.db.url).await.unwrap();
+            seed!(conn);
+        }
+    }
 }
 
 impl TestDatabase {

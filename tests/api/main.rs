@@ -8,6 +8,7 @@ mod smtp;
 mod smtp_tls;
 
 mod abuse;
+mod admin;
 mod cli;
 mod contacts;
 mod docs;
