@@ -60,6 +60,7 @@ pub(super) async fn audit(
                     "ip": e.ip,
                     "userAgent": e.user_agent,
                     "detail": e.detail,
+                    "actorId": e.actor_id,
                 })
             })
             .collect();
@@ -70,6 +71,9 @@ pub(super) async fn audit(
         let mut line = format!("{}  {:<26}", rfc3339(e.at), e.event);
         if let Some(email) = &e.email {
             line.push_str(&format!("  user={email}"));
+        }
+        if let Some(actor) = e.actor_id {
+            line.push_str(&format!("  by={actor}"));
         }
         if let Some(session) = e.session_id {
             line.push_str(&format!("  session={session}"));
