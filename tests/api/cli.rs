@@ -145,7 +145,7 @@ async fn disable_ends_every_session_and_enable_restores_login(backend: Backend) 
 async fn set_password_and_reset_2fa(backend: Backend) {
     let app = spawn_app(backend).await;
     let (token, _) = app.logged_in_user("eli@example.com").await;
-    app.enable_two_factor(&token).await;
+    let (secret, _) = app.enable_two_factor(&token).await;
     let new_password = "a brand new passphrase";
     let output = app.cli(
         &[
@@ -161,16 +161,28 @@ async fn set_password_and_reset_2fa(backend: Backend) {
     app.login("eli@example.com", PASSWORD)
         .await
         .error(401, "INVALID_CREDENTIALS");
-    assert_eq!(
-        app.login("eli@example.com", new_password).await.data(200)["requiresTwoFactor"],
-        true
-    );
+    let challenge = app.login("eli@example.com", new_password).await;
+    assert_eq!(challenge.data(200)["requiresTwoFactor"], true);
+    let temp = challenge.data(200)["tempToken"].clone();
+    let code = crate::helpers::code_at(&secret, crate::helpers::now_seconds());
+    let verified = app
+        .post(
+            "/api/v1/auth/2fa/verify",
+            json!({ "tempToken": temp, "code": code }),
+        )
+        .await;
+    let strong = verified.data(200)["accessToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
 
     assert!(
         app.cli(&["user", "reset-2fa", "eli@example.com"], None)
             .status
             .success()
     );
+    // The sessions the lost authenticator vouched for end too (the same action as the API's).
+    app.refused_within(&strong, REVOCATION_DELAY).await;
     let login = app.login("eli@example.com", new_password).await;
     assert!(login.data(200)["accessToken"].is_string(), "2FA is off");
     fails_with(
