@@ -176,6 +176,17 @@ async fn an_admin_manages_an_account_and_its_owner_sees_it(backend: Backend) {
     }
     let id = ben["id"].as_str().unwrap().to_owned();
     let path = user_path(&id);
+    let made = app
+        .get(&format!("/api/v1/admin/audit?user={id}"), &root.strong)
+        .await;
+    let made = made.data(200)["items"].as_array().unwrap().clone();
+    let names: Vec<&str> = made.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(names, ["user.roles_changed", "user.created"], "{made:#?}");
+    assert!(
+        made.iter()
+            .all(|e| e["actorId"] == json!(root.id.to_string()))
+    );
+    assert_eq!(made[1]["detail"], json!("admin"));
     let access = token(&app, "ben@example.com").await;
     assert_eq!(
         ask(&app, FORWARD_AUTH, Some(&access), &[])

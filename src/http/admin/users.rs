@@ -12,6 +12,7 @@ use super::views::UserView;
 use super::{Admin, limit};
 use crate::auth::admin::UserFilter;
 use crate::auth::admin::actions::UserChanges;
+use crate::auth::model::ManagedUser;
 use crate::domain::{Email, FullName, Role};
 use crate::error::{Error, FieldErrors, Result, Validator};
 use crate::http::auth::views::{Deleted, Done, SessionView};
@@ -147,7 +148,8 @@ async fn create(
         .auth
         .add_user(admin.op(), &email, &name, &roles, password)
         .await?;
-    let user = state.auth.managed_user(admin.op(), user.id).await?;
+    // A new account has no passkey; no second read (it would be audited as one).
+    let user = ManagedUser { user, passkeys: 0 };
     Ok((StatusCode::CREATED, ok(UserView::from(user))))
 }
 
