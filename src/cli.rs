@@ -101,9 +101,15 @@ pub enum UserCommand {
         #[arg(long)]
         password_stdin: bool,
     },
-    /// Turn two-factor authentication off for an account
+    /// Turn two-factor authentication off for an account and end all its sessions
     #[command(name = "reset-2fa")]
     Reset2fa { email: String },
+    /// End all sessions of an account
+    EndSessions { email: String },
+    /// Mail an account a password-reset link (within its 3 reset mails an hour)
+    SendReset { email: String },
+    /// Delete an account as its owner leaving would: sessions end, personal data goes
+    Delete { email: String },
     /// Create an account without a password and mail its owner an invitation link; prints its id
     Invite {
         #[arg(long)]
@@ -240,7 +246,6 @@ fn explain(error: Error, email: &Email) -> anyhow::Error {
     }
 }
 
-/// Role names as given on the command line, each checked.
 /// The id of the account with this e-mail (the command names accounts by address; the actions
 /// take ids, as the administration API does).
 async fn account(auth: &AuthService, email: &Email) -> anyhow::Result<uuid::Uuid> {
@@ -250,6 +255,7 @@ async fn account(auth: &AuthService, email: &Email) -> anyhow::Result<uuid::Uuid
         .map_err(|e| explain(e, email))
 }
 
+/// Role names as given on the command line, each checked.
 fn roles(names: &[String]) -> anyhow::Result<Vec<Role>> {
     names
         .iter()
@@ -302,6 +308,7 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
                             "id": u.id, "email": u.email, "fullName": u.full_name, "disabled": u.disabled,
                             "twoFactorEnabled": u.two_factor_enabled(), "roles": u.roles,
                             "createdAt": rfc3339(u.created_at), "emailVerified": u.email_verified,
+                            "lastLoginAt": u.last_login_at.map(rfc3339),
                         })
                     })
                     .collect();
@@ -361,6 +368,32 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
                 .await
                 .map_err(|e| explain(e, &email))?;
             eprintln!("gatehouse: two-factor authentication is off for {email}");
+        }
+        UserCommand::EndSessions { email: raw } => {
+            let email = email(&raw)?;
+            let id = account(auth, &email).await?;
+            let n = auth
+                .end_user_sessions(Operator::Cli, id)
+                .await
+                .map_err(|e| explain(e, &email))?;
+            eprintln!("gatehouse: ended {n} session(s) of {email}");
+        }
+        UserCommand::SendReset { email: raw } => {
+            let email = email(&raw)?;
+            let id = account(auth, &email).await?;
+            auth.send_password_reset(Operator::Cli, id)
+                .await
+                .map_err(|e| explain(e, &email))?;
+            eprintln!("gatehouse: a reset link for {email} is in the outbox");
+        }
+        UserCommand::Delete { email: raw } => {
+            let email = email(&raw)?;
+            let id = account(auth, &email).await?;
+            let n = auth
+                .delete_user(Operator::Cli, id)
+                .await
+                .map_err(|e| explain(e, &email))?;
+            eprintln!("gatehouse: deleted {email}; ended {n} session(s)");
         }
         UserCommand::Invite {
             email: raw,

@@ -12,6 +12,7 @@ both_backends!(
     set_password_and_reset_2fa,
     key_rotation_reaches_the_running_service,
     housekeep_runs_one_pass_and_says_what_it_deleted,
+    end_sessions_send_reset_and_delete,
 );
 
 fn stdout(output: &std::process::Output) -> String {
@@ -107,10 +108,14 @@ async fn user_list_json_has_the_contract_fields(backend: Backend) {
             "twoFactorEnabled",
             "roles",
             "createdAt",
-            "emailVerified"
+            "emailVerified",
+            "lastLoginAt"
         ]
     );
     assert_eq!(bea["twoFactorEnabled"], true);
+    assert!(bea["lastLoginAt"].is_string());
+    let cid = users.iter().find(|u| u["email"] == "cid@example.com");
+    assert_eq!(cid.unwrap()["lastLoginAt"], Value::Null);
     assert_eq!(bea["disabled"], false);
     let text = app.cli(&["user", "list"], None);
     assert!(stdout(&text).contains("cid@example.com"));
@@ -646,4 +651,43 @@ async fn housekeep_runs_one_pass_and_says_what_it_deleted(backend: Backend) {
     // Hidden from the help, which lists what most operators need.
     let help = stdout(&app.cli(&["--help"], None));
     assert!(!help.contains("housekeep"), "{help}");
+}
+
+/// The administration API's actions that the command has too (the same functions, §8).
+async fn end_sessions_send_reset_and_delete(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (token, _) = app.logged_in_user("gus@example.com").await;
+    let ended = app.cli(&["user", "end-sessions", "gus@example.com"], None);
+    assert!(ended.status.success(), "{}", stderr(&ended));
+    assert!(stderr(&ended).contains("ended 1 session"));
+    app.refused_within(&token, REVOCATION_DELAY).await;
+
+    // Reset links go to the outbox (a running server delivers them), 3 an hour.
+    for _ in 0..3 {
+        let sent = app.cli(&["user", "send-reset", "gus@example.com"], None);
+        assert!(sent.status.success(), "{}", stderr(&sent));
+    }
+    let links: i64 = app
+        .scalar("SELECT COUNT(*) FROM mail_tokens WHERE purpose = 'reset'")
+        .await;
+    assert_eq!(links, 3);
+    fails_with(
+        &app.cli(&["user", "send-reset", "gus@example.com"], None),
+        "too many",
+    );
+
+    let token = app.login("gus@example.com", PASSWORD).await.data(200)["accessToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let deleted = app.cli(&["user", "delete", "gus@example.com"], None);
+    assert!(deleted.status.success(), "{}", stderr(&deleted));
+    app.refused_within(&token, REVOCATION_DELAY).await;
+    app.login("gus@example.com", PASSWORD)
+        .await
+        .error(401, "INVALID_CREDENTIALS");
+    fails_with(
+        &app.cli(&["user", "delete", "gus@example.com"], None),
+        "no account",
+    );
 }
