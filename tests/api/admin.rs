@@ -246,6 +246,18 @@ async fn an_admin_manages_an_account_and_its_owner_sees_it(backend: Backend) {
     )
     .await;
     assert!(mistyped.error(400, "VALIDATION_ERROR")["details"]["fields"]["disabled"].is_string());
+    let nulls = call(
+        &app,
+        Method::PATCH,
+        &path,
+        &root.strong,
+        Some(json!({ "fullName": null, "roles": null, "disabled": null })),
+    )
+    .await;
+    let fields = &nulls.error(400, "VALIDATION_ERROR")["details"]["fields"];
+    for name in ["fullName", "roles", "disabled"] {
+        assert_eq!(fields[name], json!("must not be null"), "{name}");
+    }
 
     // A role removed and a name changed: forward-auth tells at once (this instance).
     let patched = call(

@@ -175,17 +175,46 @@ async fn one(
     Ok(ok(UserView::from(user)))
 }
 
+/// Each field is left out (kept) or given; `null` is no value for any of them (400).
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(rename_all = "camelCase", default)]
 struct PatchRequest {
+    #[serde(deserialize_with = "given")]
     #[schema(schema_with = fields::account_name)]
-    full_name: Option<String>,
+    full_name: Option<Option<String>>,
     /// The whole set of roles the account is to have (roles left out are removed).
-    #[schema(example = json!(["admin", "billing"]))]
-    roles: Option<Vec<String>>,
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<Vec<String>>, example = json!(["admin", "billing"]))]
+    roles: Option<Option<Vec<String>>>,
     /// `true` disables the account and ends its sessions (on every instance within 2 s);
     /// `false` enables it again.
-    disabled: Option<bool>,
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<bool>)]
+    disabled: Option<Option<bool>>,
+}
+
+/// A field that is present: `Some(None)` for `null`, told apart from a field left out (`None`).
+fn given<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A field's value: left out → `Some(None)`, given → `Some(Some(checked))`, `null` or failing
+/// `check` → `None` with the reason recorded.
+fn field<T, U>(
+    v: &mut Validator,
+    name: &str,
+    value: Option<Option<T>>,
+    check: impl Fn(T) -> Result<U, String>,
+) -> Option<Option<U>> {
+    match value {
+        None => Some(None),
+        Some(None) => v.check(name, Err("must not be null".to_owned())),
+        Some(Some(value)) => v.check(name, check(value).map(Some)),
+    }
 }
 
 error_responses!(PatchErrors:
@@ -209,29 +238,21 @@ async fn update(
     PathId(id): PathId,
     AppJson(body): AppJson<PatchRequest>,
 ) -> Result<Answer<UserView>> {
-    let mut v = Validator::new();
-    let full_name = match body.full_name {
-        None => Some(None),
-        Some(n) => v.check("fullName", FullName::parse(&n).map(Some)),
-    };
-    let roles = match body.roles {
-        None => Some(None),
-        Some(r) => v.check("roles", parse_roles(&r).map(Some)),
-    };
-    if full_name.as_ref().is_some_and(Option::is_none)
-        && roles.as_ref().is_some_and(Option::is_none)
-        && body.disabled.is_none()
-    {
+    if body.full_name.is_none() && body.roles.is_none() && body.disabled.is_none() {
         return Err(Error::Validation(FieldErrors::from([(
             "body".to_owned(),
             "must give at least one of fullName, roles, disabled".to_owned(),
         )])));
     }
-    let (full_name, roles) = v.finish(full_name.zip(roles))?;
+    let mut v = Validator::new();
+    let full_name = field(&mut v, "fullName", body.full_name, |n| FullName::parse(&n));
+    let roles = field(&mut v, "roles", body.roles, |r| parse_roles(&r));
+    let disabled = field(&mut v, "disabled", body.disabled, Ok);
+    let (full_name, (roles, disabled)) = v.finish(full_name.zip(roles.zip(disabled)))?;
     let changes = UserChanges {
         full_name,
         roles,
-        disabled: body.disabled,
+        disabled,
     };
     let user = state.auth.update_user(admin.op(), id, changes).await?;
     Ok(ok(UserView::from(user)))
