@@ -17,7 +17,8 @@ use crate::mail::Letter;
 use crate::store::mail_tokens::NewMailToken;
 
 impl AuthService {
-    /// An invited account (`add_user` without a password): the new account, its invitation mailed in the same transaction.
+    /// An invited account (`add_user` without a password): the new account, its invitation mailed
+    /// in the same transaction.
     pub(super) async fn invite_user(
         &self,
         op: Operator<'_>,

@@ -77,13 +77,7 @@ impl AuthService {
             tracing::warn!("too many forgotten-password requests at once: one dropped");
             return;
         };
-        let work = ResetWork {
-            store: self.store.clone(),
-            clock: self.clock.clone(),
-            mailer: self.mailer.clone(),
-            auditor: self.auditor.clone(),
-            ttl: self.settings.links.reset_ttl,
-        };
+        let work = self.reset_work();
         let (email, client) = (email.normalized(), client.clone());
         tokio::spawn(async move {
             let _permit = permit;
@@ -130,14 +124,17 @@ impl AuthService {
     /// this hour (no mail). For an admin's `POST /admin/users/{id}/password-reset`, who is no
     /// anonymous caller: it is done on the request's path, and its answer says what happened.
     pub(super) async fn mail_reset_link(&self, user: &User) -> Result<bool> {
-        let work = ResetWork {
+        self.reset_work().issue(user).await
+    }
+
+    fn reset_work(&self) -> ResetWork {
+        ResetWork {
             store: self.store.clone(),
             clock: self.clock.clone(),
             mailer: self.mailer.clone(),
             auditor: self.auditor.clone(),
             ttl: self.settings.links.reset_ttl,
-        };
-        work.issue(user).await
+        }
     }
 }
 

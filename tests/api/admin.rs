@@ -508,6 +508,15 @@ async fn reset_mails_invitations_and_a_second_factor_reset(backend: Backend) {
     )
     .await
     .error(429, "RATE_LIMITED");
+    let throttled = app
+        .get(
+            &format!("/api/v1/admin/audit?user={cy}&type=password.reset_throttled"),
+            &root.strong,
+        )
+        .await;
+    let throttled = throttled.data(200)["items"].as_array().unwrap().clone();
+    assert_eq!(throttled.len(), 1);
+    assert_eq!(throttled[0]["actorId"], json!(root.id.to_string()));
     // A disabled account gets no reset mail.
     call(
         &app,

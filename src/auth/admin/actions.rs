@@ -300,6 +300,8 @@ impl AuthService {
             ));
         }
         if !self.mail_reset_link(&user).await? {
+            self.audit_by(op, AuditEvent::PasswordResetThrottled, Some(id))
+                .await;
             return Err(Error::RateLimited {
                 retry_after: crate::auth::recovery::HOUR_SECONDS,
             });
