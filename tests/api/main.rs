@@ -8,6 +8,7 @@ mod smtp;
 mod smtp_tls;
 
 mod abuse;
+mod browser;
 mod cli;
 mod contacts;
 mod docs;
@@ -24,6 +25,7 @@ mod mail_delivery;
 mod mail_links;
 mod operations;
 mod outage;
+mod pages;
 mod passkey_input;
 mod passkey_refusals;
 mod passkeys;
