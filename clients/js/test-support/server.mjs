@@ -1,0 +1,209 @@
+// What the library's tests share: the real Gatehouse they talk to, fresh accounts on it, an
+// RFC 6238 authenticator, and a Storage. Kept out of test/ because Node's runner would run any
+// module there as a test file.
+//
+// The service under test (the contract with whoever runs the tests):
+// - GATEHOUSE_URL: base URL of a running Gatehouse (e.g. http://127.0.0.1:41234), started with
+//     GATEHOUSE_REGISTRATION=open         accounts are made through POST /auth/register
+//     GATEHOUSE_ACCESS_TOKEN_TTL=2s       short, so that expiry can be reached (≤ 10 s; the
+//                                         expiry tests check `expiresIn` and fail otherwise)
+//     GATEHOUSE_RATE_LIMIT=off            advised when other suites share the server
+// - or, without GATEHOUSE_URL, GATEHOUSE_BIN: the path of a built `gatehouse` binary; each test
+//   file then starts its own on port 0 with those settings and a fresh SQLite database.
+
+import { spawn } from "node:child_process";
+import { createHmac, randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+
+let started = null;
+
+/** The base URL of the Gatehouse under test (starting one from GATEHOUSE_BIN if needed). */
+export function gatehouseUrl() {
+  if (process.env.GATEHOUSE_URL) return Promise.resolve(process.env.GATEHOUSE_URL.replace(/\/+$/, ""));
+  if (!process.env.GATEHOUSE_BIN) {
+    return Promise.reject(
+      new Error(
+        "set GATEHOUSE_URL to a running Gatehouse (GATEHOUSE_REGISTRATION=open, " +
+          "GATEHOUSE_ACCESS_TOKEN_TTL=2s), or GATEHOUSE_BIN to a built gatehouse binary",
+      ),
+    );
+  }
+  started ??= startServer(process.env.GATEHOUSE_BIN);
+  return started.then((s) => s.url);
+}
+
+/** Stops the server this process started, if any (call from `after`). */
+export async function stopServer() {
+  if (!started) return;
+  const s = await started.catch(() => null);
+  started = null;
+  if (!s) return;
+  s.child.kill("SIGTERM");
+  await new Promise((resolve) => s.child.once("exit", resolve));
+  rmSync(s.dir, { recursive: true, force: true });
+}
+
+function startServer(bin) {
+  const dir = mkdtempSync(join(tmpdir(), "gatehouse-js-"));
+  const child = spawn(bin, ["serve"], {
+    cwd: dir,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: {
+      ...process.env,
+      GATEHOUSE_DATABASE_URL: `sqlite://${join(dir, "gatehouse.db")}`,
+      GATEHOUSE_LISTEN: "127.0.0.1:0",
+      GATEHOUSE_REGISTRATION: "open",
+      GATEHOUSE_ACCESS_TOKEN_TTL: "2s",
+      GATEHOUSE_RATE_LIMIT: "off",
+      GATEHOUSE_LOG_FORMAT: "text",
+      GATEHOUSE_LOG: "info",
+    },
+  });
+  return new Promise((resolve, reject) => {
+    let log = "";
+    const onData = (chunk) => {
+      log += chunk;
+      const m = /listening on (http:\/\/[^\s]+)/.exec(log);
+      if (m) {
+        child.stderr.off("data", onData);
+        child.stdout.off("data", onData);
+        // Keep draining, or a full pipe would block the server's logging.
+        child.stderr.resume();
+        child.stdout.resume();
+        resolve({ url: m[1], child, dir });
+      }
+    };
+    child.stderr.setEncoding("utf8").on("data", onData);
+    child.stdout.setEncoding("utf8").on("data", onData);
+    child.once("error", reject);
+    child.once("exit", (code) => reject(new Error(`gatehouse exited (${code}) before listening:\n${log}`)));
+  });
+}
+
+/** A Storage (the Web Storage interface) in memory: what a tab's localStorage is to the library. */
+export class MemoryStorage {
+  items = new Map();
+  getItem(key) {
+    return this.items.has(key) ? this.items.get(key) : null;
+  }
+  setItem(key, value) {
+    this.items.set(key, String(value));
+  }
+  removeItem(key) {
+    this.items.delete(key);
+  }
+  /** The stored session record, parsed (null when none). */
+  record(key = "gatehouse") {
+    const raw = this.getItem(key);
+    return raw === null ? null : JSON.parse(raw);
+  }
+  /** Changes fields of the stored session record. */
+  patch(fields, key = "gatehouse") {
+    this.setItem(key, JSON.stringify({ ...this.record(key), ...fields }));
+  }
+}
+
+/** The real fetch, with every call's method and path written down (to count refreshes). */
+export function recordingFetch() {
+  const calls = [];
+  const fetchFn = (input, init = {}) => {
+    calls.push(`${init.method ?? "GET"} ${new URL(input).pathname}`);
+    return fetch(input, init);
+  };
+  fetchFn.calls = calls;
+  fetchFn.count = (call) => calls.filter((c) => c === call).length;
+  return fetchFn;
+}
+
+export const PASSWORD = "lantern orbit cobalt meadow";
+
+/** A fresh account made through POST /auth/register: `{email, password, fullName, id}`. */
+export async function newAccount(baseUrl, fullName = "Ada Test") {
+  const email = `js-${randomUUID()}@example.com`;
+  const res = await fetch(`${baseUrl}/api/v1/auth/register`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ email, password: PASSWORD, fullName }),
+  });
+  const body = await res.json();
+  if (res.status !== 201) {
+    throw new Error(`register answered ${res.status}: ${JSON.stringify(body)} (GATEHOUSE_REGISTRATION=open?)`);
+  }
+  return { email, password: PASSWORD, fullName, id: body.data.user.id };
+}
+
+/** A port nothing listens on: bound, then released. */
+export async function closedPort() {
+  const server = createServer();
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+// ---- RFC 6238 (TOTP, SHA-1, 6 digits, 30 s), what the user's authenticator app computes ----
+
+function base32Decode(text) {
+  const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+  let bits = 0;
+  let value = 0;
+  const out = [];
+  for (const ch of text.replace(/=+$/, "").toUpperCase()) {
+    const i = alphabet.indexOf(ch);
+    if (i < 0) throw new Error(`not base32: ${ch}`);
+    value = (value << 5) | i;
+    bits += 5;
+    if (bits >= 8) {
+      out.push((value >>> (bits - 8)) & 0xff);
+      bits -= 8;
+    }
+  }
+  return Buffer.from(out);
+}
+
+/** The RFC 4226 code of `key` (bytes) at counter `step`, `digits` long. */
+export function hotp(key, step, digits = 6, algorithm = "sha1") {
+  const counter = Buffer.alloc(8);
+  counter.writeBigUInt64BE(BigInt(step));
+  const mac = createHmac(algorithm, key).update(counter).digest();
+  const offset = mac[mac.length - 1] & 0x0f;
+  const binary = mac.readUInt32BE(offset) & 0x7fffffff;
+  return String(binary % 10 ** digits).padStart(digits, "0");
+}
+
+export const currentStep = (now = Date.now()) => Math.floor(now / 1000 / 30);
+
+/**
+ * An authenticator for a base32 secret. `next()` gives a code the service has not seen yet: the
+ * service refuses a time step used once, and accepts one step ahead, so after the current step
+ * has been used the next one's code is given.
+ */
+export function authenticator(secret) {
+  const key = base32Decode(secret);
+  let lastUsed = -1;
+  return {
+    at: (step) => hotp(key, step),
+    next() {
+      const step = Math.max(currentStep(), lastUsed + 1);
+      lastUsed = step;
+      return hotp(key, step);
+    },
+    /** A 6-digit code that no step within the allowed skew accepts. */
+    wrong() {
+      const now = currentStep();
+      const valid = new Set([now - 1, now, now + 1, now + 2].map((s) => hotp(key, s)));
+      let n = Number(hotp(key, now));
+      let code;
+      do {
+        n = (n + 1) % 1_000_000;
+        code = String(n).padStart(6, "0");
+      } while (valid.has(code));
+      return code;
+    },
+  };
+}
