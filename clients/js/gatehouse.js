@@ -13,7 +13,7 @@ export class GatehouseError extends Error {
    * @param {{status?: number, code?: string, details?: object, cause?: unknown}} [info]
    *   status: the HTTP status (0 when no answer came); code: the envelope's `code`, or one of
    *   NETWORK_ERROR, BAD_RESPONSE, NOT_SIGNED_IN, TEMP_TOKEN_INVALID, PASSKEY_UNSUPPORTED,
-   *   PASSKEY_CANCELLED made by the library; details: the envelope's `details` ({} when none).
+   *   PASSKEY_CANCELLED, PASSKEY_ALREADY_REGISTERED made by the library; details: the envelope's `details` ({} when none).
    */
   constructor(message, { status = 0, code = "UNKNOWN_ERROR", details = {}, cause } = {}) {
     super(message, cause === undefined ? undefined : { cause });
@@ -107,6 +107,26 @@ export class Gatehouse {
       return { twoFactorRequired: true };
     }
     return { twoFactorRequired: false, user: this.#signIn(data) };
+  }
+
+  /** An invited account's first password (the mailed link's token); signs in, → the user. */
+  async acceptInvitation(token, password) {
+    const data = await this.request(
+      "POST",
+      "/auth/invitations/accept",
+      { token, password },
+      { auth: false },
+    );
+    return this.#signIn(data);
+  }
+
+  /**
+   * Signs in with a token set answered by a call this library does not wrap (the `data` of a
+   * login, 2FA verify, refresh or invitation acceptance); → the user.
+   */
+  useTokenSet(tokenSet) {
+    this.#tempToken = null;
+    return this.#signIn(tokenSet);
   }
 
   /** Finishes a 2FA login with a TOTP code or a recovery code; resolves to the user. */
@@ -466,6 +486,13 @@ async function callAuthenticator(call) {
     if (error?.name === "NotAllowedError" || error?.name === "AbortError") {
       throw new GatehouseError("The passkey prompt was cancelled or timed out.", {
         code: "PASSKEY_CANCELLED",
+        cause: error,
+      });
+    }
+    if (error?.name === "InvalidStateError") {
+      // The authenticator already holds one of the account's passkeys (excludeCredentials).
+      throw new GatehouseError("This device already has a passkey for the account.", {
+        code: "PASSKEY_ALREADY_REGISTERED",
         cause: error,
       });
     }

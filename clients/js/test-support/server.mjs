@@ -2,23 +2,30 @@
 // RFC 6238 authenticator, and a Storage. Kept out of test/ because Node's runner would run any
 // module there as a test file.
 //
-// The service under test (the contract with whoever runs the tests):
+// The service under test (the contract with whoever runs the tests), one of:
+// - GATEHOUSE_BIN: the path of a built `gatehouse` binary (preferred). Each test file starts its
+//   own server from it, on port 0 with a fresh SQLite database in a temporary folder, with the
+//   settings below, and uses the same binary's CLI on that database (invitations).
 // - GATEHOUSE_URL: base URL of a running Gatehouse (e.g. http://127.0.0.1:41234), started with
 //     GATEHOUSE_REGISTRATION=open         accounts are made through POST /auth/register
 //     GATEHOUSE_ACCESS_TOKEN_TTL=2s       short, so that expiry can be reached (≤ 10 s; the
 //                                         expiry tests check `expiresIn` and fail otherwise)
-//     GATEHOUSE_RATE_LIMIT=off            advised when other suites share the server
-// - or, without GATEHOUSE_URL, GATEHOUSE_BIN: the path of a built `gatehouse` binary; each test
-//   file then starts its own on port 0 with those settings and a fresh SQLite database.
+//     GATEHOUSE_RATE_LIMIT=off            registration and login are throttled per address
+//   and, for the passkey tests, GATEHOUSE_WEBAUTHN_RP_ID=localhost with
+//   GATEHOUSE_WEBAUTHN_ORIGINS=http://localhost; without GATEHOUSE_BIN as well, the tests that
+//   need the CLI and the mail folder (invitations) are skipped, saying why.
 
 import { spawn } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 let started = null;
+
+/** The origin the passkey tests' authenticator puts in its client data. */
+export const PASSKEY_ORIGIN = "http://localhost";
 
 /** The base URL of the Gatehouse under test (starting one from GATEHOUSE_BIN if needed). */
 export function gatehouseUrl() {
@@ -35,6 +42,60 @@ export function gatehouseUrl() {
   return started.then((s) => s.url);
 }
 
+/**
+ * The server this process started (`{url, dir, env}`), or null when the tests run against
+ * GATEHOUSE_URL: the tests that need its CLI or mail folder skip with this reason.
+ */
+export async function ownServer() {
+  if (process.env.GATEHOUSE_URL || !process.env.GATEHOUSE_BIN) return null;
+  await gatehouseUrl();
+  return started;
+}
+export const NO_OWN_SERVER = "needs GATEHOUSE_BIN (the CLI and mail folder of the server under test)";
+
+/** Runs `gatehouse <args>` on the started server's database; resolves to its stdout. */
+export async function cli(args) {
+  const s = await ownServer();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.env.GATEHOUSE_BIN, args, { cwd: s.dir, env: s.env });
+    let out = "";
+    let err = "";
+    child.stdout.setEncoding("utf8").on("data", (d) => (out += d));
+    child.stderr.setEncoding("utf8").on("data", (d) => (err += d));
+    child.once("error", reject);
+    child.once("exit", (code) =>
+      code === 0 ? resolve(out) : reject(new Error(`gatehouse ${args.join(" ")}: ${code}\n${err}`)),
+    );
+  });
+}
+
+/**
+ * The token of the newest link to `page` mailed to `email`, waiting for the server's delivery
+ * (the mail folder is its .eml outbox without SMTP).
+ */
+export async function mailedToken(email, page) {
+  const s = await ownServer();
+  const folder = join(s.dir, "mail");
+  const pattern = new RegExp(`/${page}\\?token=([A-Za-z0-9_-]+)`);
+  for (let i = 0; i < 150; i++) {
+    let names = [];
+    try {
+      names = readdirSync(folder).filter((n) => n.endsWith(".eml"));
+    } catch {
+      // Not made until the first mail.
+    }
+    for (const name of names) {
+      // Quoted-printable: soft line breaks out, "=3D" back to "=".
+      const text = readFileSync(join(folder, name), "utf8").replace(/=\r?\n/g, "").replace(/=3D/g, "=");
+      if (!new RegExp(`^To: .*${email.replace(/[.+]/g, "\\$&")}`, "mi").test(text)) continue;
+      const m = pattern.exec(text);
+      if (m) return m[1];
+    }
+    await sleep(100);
+  }
+  throw new Error(`no mail to ${email} with a /${page} link in ${folder}`);
+}
+
 /** Stops the server this process started, if any (call from `after`). */
 export async function stopServer() {
   if (!started) return;
@@ -48,20 +109,24 @@ export async function stopServer() {
 
 function startServer(bin) {
   const dir = mkdtempSync(join(tmpdir(), "gatehouse-js-"));
-  const child = spawn(bin, ["serve"], {
-    cwd: dir,
-    stdio: ["ignore", "pipe", "pipe"],
-    env: {
-      ...process.env,
+  // Only these settings: a GATEHOUSE_* variable of the calling shell must not change the service.
+  const inherited = Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => !name.startsWith("GATEHOUSE_")),
+  );
+  const env = {
+      ...inherited,
       GATEHOUSE_DATABASE_URL: `sqlite://${join(dir, "gatehouse.db")}`,
       GATEHOUSE_LISTEN: "127.0.0.1:0",
       GATEHOUSE_REGISTRATION: "open",
       GATEHOUSE_ACCESS_TOKEN_TTL: "2s",
       GATEHOUSE_RATE_LIMIT: "off",
+      // The software authenticator signs for this origin (no browser ever loads it).
+      GATEHOUSE_WEBAUTHN_RP_ID: "localhost",
+      GATEHOUSE_WEBAUTHN_ORIGINS: PASSKEY_ORIGIN,
       GATEHOUSE_LOG_FORMAT: "text",
       GATEHOUSE_LOG: "info",
-    },
-  });
+  };
+  const child = spawn(bin, ["serve"], { cwd: dir, stdio: ["ignore", "pipe", "pipe"], env });
   return new Promise((resolve, reject) => {
     let log = "";
     const onData = (chunk) => {
@@ -73,7 +138,7 @@ function startServer(bin) {
         // Keep draining, or a full pipe would block the server's logging.
         child.stderr.resume();
         child.stdout.resume();
-        resolve({ url: m[1], child, dir });
+        resolve({ url: m[1], child, dir, env });
       }
     };
     child.stderr.setEncoding("utf8").on("data", onData);
