@@ -5,6 +5,10 @@
 const API_PREFIX = "/api/v1";
 // A refresh that hangs would hold the cross-tab lock and stall every tab: give up after this.
 const REFRESH_TIMEOUT_MS = 30_000;
+// Cross-tab refresh (see #lockedRotate): how long a tab that waited for another tab's refresh
+// watches for its tokens before refreshing itself, and how long a tab that rotated keeps the lock.
+const ROTATION_VISIBLE_MS = 2_000;
+const LOCK_HOLD_AFTER_ROTATION_MS = 250;
 
 /** Every failure the library reports: an error answer of the service, or one made here. */
 export class GatehouseError extends Error {
@@ -261,22 +265,82 @@ export class Gatehouse {
   /** A refresh of the tokens whose refresh token was `seen`, shared by every caller. */
   #refreshFrom(seen) {
     if (!this.#refreshing) {
-      const run = () => this.#rotate(seen);
-      const locked = this.#locks?.request
-        ? this.#locks.request(`${this.#key}:refresh`, { mode: "exclusive" }, run)
-        : run();
-      this.#refreshing = locked.finally(() => {
+      const rotation = this.#locks?.request
+        ? this.#lockedRotate(seen)
+        : this.#rotate(seen).then(({ session }) => session);
+      this.#refreshing = rotation.finally(() => {
         this.#refreshing = null;
       });
     }
     return this.#refreshing;
   }
 
-  /** Inside the lock: rotate `seen`, unless another tab (or call) already did. */
+  /**
+   * The rotation under the cross-tab lock. Chromium keeps a copy of localStorage per renderer
+   * process and delivers other tabs' writes to it asynchronously, on another channel than the
+   * lock's grant: a tab can be granted the lock before it sees the tokens that the previous
+   * holder stored. Hence two precautions. A tab that rotated keeps the lock a little after
+   * storing (its callers do not wait for that), so that a tab asking just then waits instead of
+   * reading stale tokens; and a tab that had to wait watches its storage for a while before
+   * concluding that the other tab failed and refreshing itself.
+   */
+  #lockedRotate(seen) {
+    const name = `${this.#key}:refresh`;
+    return new Promise((resolve, reject) => {
+      const underLock = async (rotate) => {
+        let outcome;
+        try {
+          outcome = await rotate();
+        } catch (error) {
+          reject(error);
+          return;
+        }
+        resolve(outcome.session);
+        if (outcome.rotated) await sleep(LOCK_HOLD_AFTER_ROTATION_MS);
+      };
+      this.#locks
+        .request(name, { mode: "exclusive", ifAvailable: true }, (lock) => {
+          if (lock) return underLock(() => this.#rotate(seen));
+          return this.#locks.request(name, { mode: "exclusive" }, () =>
+            underLock(async () => {
+              await this.#storageMoves(seen);
+              return this.#rotate(seen);
+            }),
+          );
+        })
+        .catch(reject);
+    });
+  }
+
+  /** Resolves once the stored refresh token is no longer `seen`, or after a bounded wait. */
+  #storageMoves(seen) {
+    const moved = () => this.#read()?.refreshToken !== seen;
+    if (moved()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const check = () => {
+        if (moved()) done();
+      };
+      const done = () => {
+        clearInterval(poll);
+        clearTimeout(limit);
+        globalThis.removeEventListener?.("storage", check);
+        resolve();
+      };
+      // The storage event is the prompt signal; polling covers storages that fire none.
+      globalThis.addEventListener?.("storage", check);
+      const poll = setInterval(check, 20);
+      const limit = setTimeout(done, ROTATION_VISIBLE_MS);
+    });
+  }
+
+  /**
+   * Rotates `seen` → `{session, rotated}`, unless another tab (or call) already did: then the
+   * stored session, `rotated: false`.
+   */
   async #rotate(seen) {
     const current = this.#read();
     if (!current) throw new GatehouseError("Signed out.", { code: "NOT_SIGNED_IN" });
-    if (current.refreshToken !== seen) return current;
+    if (current.refreshToken !== seen) return { session: current, rotated: false };
     let data;
     try {
       data = await this.#send(
@@ -289,17 +353,17 @@ export class Gatehouse {
     } catch (error) {
       const now = this.#read();
       // Another tab without Web Locks may have rotated meanwhile: its tokens are good.
-      if (now && now.refreshToken !== seen) return now;
+      if (now && now.refreshToken !== seen) return { session: now, rotated: false };
       if (error.code === "REFRESH_TOKEN_INVALID") this.#signOut();
       throw error;
     }
     const now = this.#read();
     // Signed out, or signed in anew, elsewhere while this refresh was in flight: that wins.
     if (!now) throw new GatehouseError("Signed out.", { code: "NOT_SIGNED_IN" });
-    if (now.refreshToken !== seen) return now;
+    if (now.refreshToken !== seen) return { session: now, rotated: false };
     const session = this.#write(data);
     this.#emit({ type: "refreshed", user: session.user, remote: false });
-    return session;
+    return { session, rotated: true };
   }
 
   #signIn(tokenSet) {
@@ -445,6 +509,8 @@ export class Gatehouse {
     });
   }
 }
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function parseSession(raw) {
   if (typeof raw !== "string" || raw === "") return null;
