@@ -6,14 +6,14 @@
 // - GATEHOUSE_BIN: the path of a built `gatehouse` binary (preferred). Each test file starts its
 //   own server from it, on port 0 with a fresh SQLite database in a temporary folder, with the
 //   settings below, and uses the same binary's CLI on that database (invitations).
-// - GATEHOUSE_URL: base URL of a running Gatehouse (e.g. http://127.0.0.1:41234), started with
+// - GATEHOUSE_URL: base URL of a running Gatehouse, started with
 //     GATEHOUSE_REGISTRATION=open         accounts are made through POST /auth/register
 //     GATEHOUSE_ACCESS_TOKEN_TTL=2s       short, so that expiry can be reached (≤ 10 s; the
 //                                         expiry tests check `expiresIn` and fail otherwise)
 //     GATEHOUSE_RATE_LIMIT=off            registration and login are throttled per address
-//   and, for the passkey tests, GATEHOUSE_WEBAUTHN_RP_ID=localhost with
-//   GATEHOUSE_WEBAUTHN_ORIGINS=http://localhost; without GATEHOUSE_BIN as well, the tests that
-//   need the CLI and the mail folder (invitations) are skipped, saying why.
+//   and passkeys allowed for GATEHOUSE_URL's origin, e.g. GATEHOUSE_URL and GATEHOUSE_PUBLIC_URL
+//   both http://localhost:PORT. The test that needs the CLI and the mail folder (invitations) is
+//   then skipped, saying why.
 
 import { spawn } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
@@ -24,8 +24,14 @@ import { join } from "node:path";
 
 let started = null;
 
-/** The origin the passkey tests' authenticator puts in its client data. */
-export const PASSKEY_ORIGIN = "http://localhost";
+/**
+ * The origin the passkey tests' authenticator puts in its client data: GATEHOUSE_URL's (the
+ * service must accept it: GATEHOUSE_PUBLIC_URL=GATEHOUSE_URL=http://localhost:PORT does), or for a
+ * server started here, a fixed one its settings allow.
+ */
+export const PASSKEY_ORIGIN = process.env.GATEHOUSE_URL
+  ? new URL(process.env.GATEHOUSE_URL).origin
+  : "http://localhost";
 
 /** The base URL of the Gatehouse under test (starting one from GATEHOUSE_BIN if needed). */
 export function gatehouseUrl() {
