@@ -198,7 +198,7 @@ export class Gatehouse {
     if (!session) {
       throw new GatehouseError("Not signed in.", { code: "NOT_SIGNED_IN" });
     }
-    if (session.expiresAt - Date.now() <= this.#marginMs) {
+    if (session.expiresAt - Date.now() <= this.#margin(session)) {
       session = await this.#refreshFrom(session.refreshToken);
     }
     try {
@@ -230,6 +230,10 @@ export class Gatehouse {
    * forgotten even when the call fails, and the failure is then re-thrown.
    */
   async logout(scope = "current") {
+    if (!["current", "others", "all"].includes(scope)) {
+      // A typo must not sign this tab out while the session lives on at the service.
+      throw new TypeError(`logout scope must be "current", "others" or "all", not ${scope}`);
+    }
     this.#tempToken = null;
     if (!this.#read()) return { revokedSessions: 0 };
     if (scope === "others") return this.request("POST", "/auth/logout", { scope });
@@ -366,6 +370,16 @@ export class Gatehouse {
     return { session, rotated: true };
   }
 
+  /**
+   * How long before expiry to refresh: the configured margin, but at most half the token's
+   * lifetime, so that short-lived tokens (a small GATEHOUSE_ACCESS_TOKEN_TTL) are not refreshed
+   * before every call.
+   */
+  #margin(session) {
+    const lifetimeMs = Number(session.expiresIn) * 1000;
+    return lifetimeMs > 0 ? Math.min(this.#marginMs, lifetimeMs / 2) : this.#marginMs;
+  }
+
   #signIn(tokenSet) {
     const session = this.#write(tokenSet);
     this.#emit({ type: "signed-in", user: session.user, remote: false });
@@ -392,6 +406,7 @@ export class Gatehouse {
       refreshToken,
       // On this clock, from the answer's arrival: a skewed client clock does not matter.
       expiresAt: Date.now() + Number(expiresIn) * 1000,
+      expiresIn: Number(expiresIn),
       user: user ? { id: user.id, email: user.email, fullName: user.fullName } : null,
     };
     this.#storage.setItem(this.#key, JSON.stringify(session));

@@ -65,7 +65,9 @@ async function untilExpiredOnServer(storage, lifetimeSeconds) {
 
 describe("refresh", () => {
   test("a token within the margin is refreshed before the call, which then succeeds", async () => {
-    const { storage, fetch, gh, user } = await signedIn({ refreshMarginSeconds: 3600 });
+    const { storage, fetch, gh, user } = await signedIn({ refreshMarginSeconds: 60 });
+    // About to expire (the margin here is half the 2 s lifetime, see the next test).
+    storage.patch({ expiresAt: Date.now() + 300 });
     const before = storage.record();
     const changes = [];
     gh.onChange((change) => changes.push(change));
@@ -80,6 +82,20 @@ describe("refresh", () => {
     assert.notEqual(after.refreshToken, before.refreshToken);
     assert.deepEqual(after.user, user);
     assert.deepEqual(changes, [{ type: "refreshed", user, remote: false }]);
+  });
+
+  test("the margin is at most half the token's lifetime: short tokens are not refreshed each call", async () => {
+    // The default margin (60 s) is longer than these tokens live (2 s): without the cap, every
+    // call would refresh first.
+    const { storage, fetch, gh } = await signedIn({ refreshMarginSeconds: 60 });
+    const lifetimeMs = storage.record().expiresIn * 1000;
+    assert.ok(lifetimeMs <= 10_000);
+    storage.patch({ expiresAt: Date.now() + lifetimeMs / 2 + 300 });
+    await gh.request("GET", "/auth/me");
+    assert.equal(fetch.count(REFRESH), 0);
+    storage.patch({ expiresAt: Date.now() + lifetimeMs / 2 - 300 });
+    await gh.request("GET", "/auth/me");
+    assert.equal(fetch.count(REFRESH), 1);
   });
 
   test("a token outside the margin is used as it is", async () => {
@@ -237,6 +253,14 @@ describe("signing out", () => {
     assert.equal(gh.signedIn, true);
     assert.equal((await gh.request("GET", "/auth/me")).email, account.email);
     await assertRefreshRefused(othersToken);
+  });
+
+  test("logout with an unknown scope is refused before anything is forgotten", async () => {
+    const { fetch, gh } = await signedIn();
+    const calls = fetch.calls.length;
+    await assert.rejects(gh.logout("everywhere"), TypeError);
+    assert.equal(gh.signedIn, true);
+    assert.equal(fetch.calls.length, calls);
   });
 
   test("logout forgets the tokens even when the service cannot be reached", async () => {
