@@ -17,7 +17,8 @@ export class GatehouseError extends Error {
    * @param {{status?: number, code?: string, details?: object, cause?: unknown}} [info]
    *   status: the HTTP status (0 when no answer came); code: the envelope's `code`, or one of
    *   NETWORK_ERROR, BAD_RESPONSE, NOT_SIGNED_IN, TEMP_TOKEN_INVALID, PASSKEY_UNSUPPORTED,
-   *   PASSKEY_CANCELLED, PASSKEY_ALREADY_REGISTERED made by the library; details: the envelope's `details` ({} when none).
+   *   PASSKEY_CANCELLED, PASSKEY_ALREADY_REGISTERED made by the library; details: the
+   *   envelope's `details` ({} when none).
    */
   constructor(message, { status = 0, code = "UNKNOWN_ERROR", details = {}, cause } = {}) {
     super(message, cause === undefined ? undefined : { cause });

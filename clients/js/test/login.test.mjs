@@ -174,9 +174,8 @@ describe("login with 2FA", () => {
 describe("typed errors", () => {
   test("VALIDATION_ERROR from register carries status, code, message and details.fields", async () => {
     const { gh } = client();
-    const error = await gh
-      .request("POST", "/auth/register", { email: "not-an-address", password: "x", fullName: "" }, { auth: false })
-      .catch((e) => e);
+    const body = { email: "not-an-address", password: "x", fullName: "" };
+    const error = await gh.request("POST", "/auth/register", body, { auth: false }).catch((e) => e);
     assert.ok(error instanceof GatehouseError);
     assert.equal(error.status, 400);
     assert.equal(error.code, "VALIDATION_ERROR");
@@ -189,9 +188,8 @@ describe("typed errors", () => {
   test("EMAIL_TAKEN is a 409", async () => {
     const account = await newAccount(baseUrl);
     const { gh } = client();
-    const error = await gh
-      .request("POST", "/auth/register", { email: account.email, password: account.password, fullName: "Twin" }, { auth: false })
-      .catch((e) => e);
+    const body = { email: account.email, password: account.password, fullName: "Twin" };
+    const error = await gh.request("POST", "/auth/register", body, { auth: false }).catch((e) => e);
     assert.equal(error.status, 409);
     assert.equal(error.code, "EMAIL_TAKEN");
   });
