@@ -1,5 +1,5 @@
 // An invitation: the account's first password, then straight into the account.
-import { $, adoptTokens, gatehouse, linkToken, onSubmit, showError } from "/assets/pages/ui.js";
+import { $, gatehouse, linkToken, onSubmit, showError } from "/assets/pages/ui.js";
 
 const form = $("accept");
 const token = linkToken();
@@ -10,13 +10,7 @@ if (!token) {
   onSubmit(
     form,
     async () => {
-      const tokens = await gatehouse.request(
-        "POST",
-        "/auth/invitations/accept",
-        { token, password: $("new-password").value },
-        { auth: false },
-      );
-      adoptTokens(tokens);
+      await gatehouse.acceptInvitation(token, $("new-password").value);
       location.assign("/account");
     },
     { password: "new-password", token: "new-password" },

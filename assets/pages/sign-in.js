@@ -25,7 +25,17 @@ if (gatehouse.signedIn) {
 onSubmit(
   passwordStep,
   async () => {
-    const result = await gatehouse.login($("email").value.trim(), $("password").value);
+    let result;
+    try {
+      result = await gatehouse.login($("email").value.trim(), $("password").value);
+    } catch (error) {
+      if (error.code === "INVALID_CREDENTIALS") {
+        // Announced by the alert; the password is typed again from an empty field.
+        $("password").value = "";
+        focus($("password"));
+      }
+      throw error;
+    }
     if (!result.twoFactorRequired) return done();
     passwordStep.hidden = true;
     codeStep.hidden = false;

@@ -137,19 +137,3 @@ export function when(iso) {
   return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
 }
 
-/**
- * Keeps a token set the API gave outside the library's own calls (accepting an invitation
- * answers one), in the library's documented storage form, for the next page's client to use.
- * The library has no call for this yet; this follows its README's storage format.
- */
-export function adoptTokens({ accessToken, refreshToken, expiresIn, user }) {
-  localStorage.setItem(
-    "gatehouse",
-    JSON.stringify({
-      accessToken,
-      refreshToken,
-      expiresAt: Date.now() + Number(expiresIn) * 1000,
-      user: { id: user.id, email: user.email, fullName: user.fullName },
-    }),
-  );
-}

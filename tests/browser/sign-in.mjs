@@ -15,6 +15,10 @@ await run("sign-in", async (browser) => {
   const wrong = await alertText(page);
   assert(/wrong/i.test(wrong), `wrong password alert: ${wrong}`);
   assert(new URL(page.url()).pathname === "/sign-in", "still on the sign-in page");
+  assert(
+    (await page.evaluate(() => document.activeElement?.id)) === "password",
+    "focus back on the emptied password field",
+  );
 
   // The right one, with an allowed return_to (the service's own origin is allowed in this test).
   await signIn(page, email, password, `?return_to=${encodeURIComponent(`${BASE}/account?from=app`)}`);
