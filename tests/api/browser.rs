@@ -12,13 +12,19 @@ use std::process::Command;
 
 use gatehouse::config::SettingsArgs;
 
-use crate::helpers::{Backend, PASSWORD, TestApp, both_backends, spawn_app_with};
+use reqwest::Method;
+use serde_json::json;
+
+use crate::helpers::{
+    Backend, PASSWORD, TestApp, base32_decode, both_backends, code_at, now_seconds, spawn_app_with,
+};
 use crate::smtp::SmtpServer;
 
 both_backends!(
     signing_in_with_and_without_two_factor,
     pages_fit_a_phone_and_work_by_keyboard,
     mailed_links_land_on_their_pages,
+    the_account_page_changes_and_deletes_the_account,
     passkeys_are_added_and_sign_in,
     sessions_end_from_another_browser_and_two_tabs_rotate_once,
     the_client_library_passes_its_tests,
@@ -225,6 +231,70 @@ async fn mailed_links_land_on_their_pages(backend: Backend) {
     )
     .await;
     for event in ["password.reset", "email.verified", "invitation.accepted"] {
+        let n: i64 = site
+            .app
+            .scalar(&format!(
+                "SELECT COUNT(*) FROM audit_events WHERE event = '{event}'"
+            ))
+            .await;
+        assert_eq!(n, 1, "{event}");
+    }
+}
+
+/// The account page's password change, address change (through the mailed link), new recovery
+/// codes, 2FA off and deletion, for an account with 2FA and a session elsewhere.
+async fn the_account_page_changes_and_deletes_the_account(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let smtp = SmtpServer::start();
+    let site = site(
+        backend,
+        SettingsArgs {
+            smtp_url: Some(smtp.url()),
+            mail_retry_max: Some("1s".into()),
+            ..SettingsArgs::default()
+        },
+    )
+    .await;
+    let (access, _) = site.app.logged_in_user("ann@example.com").await;
+    let setup = site.app.setup_two_factor(&access).await;
+    let secret = setup.data(200)["secret"].as_str().unwrap().to_owned();
+    // The previous step's code: the current one stays free for the page's sign-in.
+    let code = code_at(&base32_decode(&secret), now_seconds() - 30);
+    let enabled = site
+        .app
+        .call(
+            Method::POST,
+            "/api/v1/auth/2fa/enable",
+            Some(&access),
+            Some(json!({ "code": code })),
+        )
+        .await;
+    let codes: Vec<&str> = enabled.data(200)["recoveryCodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap())
+        .collect();
+    scenario(
+        &site,
+        "account",
+        "ann@example.com",
+        &[
+            ("GATEHOUSE_MAILDIR", smtp.maildir().display().to_string()),
+            ("GATEHOUSE_TOTP_SECRET", secret.clone()),
+            ("GATEHOUSE_RECOVERY_CODES", codes.join(",")),
+        ],
+    )
+    .await;
+    for event in [
+        "password.changed",
+        "email.changed",
+        "recovery_codes.regenerated",
+        "two_factor.disabled",
+        "user.deleted",
+    ] {
         let n: i64 = site
             .app
             .scalar(&format!(
