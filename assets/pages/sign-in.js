@@ -11,10 +11,18 @@ function done() {
 function restart(message) {
   codeStep.hidden = true;
   passwordStep.hidden = false;
+  showPasskeyStep(true);
   $("code").value = "";
   $("password").value = "";
   if (message) showError(message);
   focus($("password"));
+}
+
+const webAuthn = typeof window.PublicKeyCredential !== "undefined";
+
+/** "Sign in with a passkey" belongs to the first step only. */
+function showPasskeyStep(shown) {
+  if ($("passkey-step")) $("passkey-step").hidden = !(shown && webAuthn);
 }
 
 if (gatehouse.signedIn) {
@@ -39,6 +47,7 @@ onSubmit(
     if (!result.twoFactorRequired) return done();
     passwordStep.hidden = true;
     codeStep.hidden = false;
+    showPasskeyStep(false);
     showStatus("Password accepted. Now the second factor.");
     focus($("code"));
   },
@@ -64,9 +73,20 @@ $("restart").addEventListener("click", () => restart());
 
 const passkey = $("passkey");
 if (passkey) {
-  if (typeof window.PublicKeyCredential === "undefined") {
-    $("passkey-step").hidden = true;
+  if (!webAuthn) {
+    showPasskeyStep(false);
+    $("code-passkey").hidden = true;
   } else {
+    // The second factor with a passkey instead of a code (after the password).
+    onClick($("code-passkey"), async () => {
+      try {
+        await gatehouse.verifyTwoFactorWithPasskey();
+      } catch (error) {
+        if (error.code === "TEMP_TOKEN_INVALID") return restart(error);
+        throw error;
+      }
+      done();
+    });
     onClick(passkey, async () => {
       // With an address typed, that account's passkeys are offered; without, any this browser
       // holds for the site.

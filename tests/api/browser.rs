@@ -142,6 +142,30 @@ async fn scenario(site: &Site, name: &str, email: &str, extra: &[(&str, String)]
     node(BROWSER_DIR, &[&format!("{name}.mjs")], env).await
 }
 
+/// A new account with 2FA on, enabled through the API: its TOTP secret (base32) and recovery
+/// codes. The enabling code is the previous step's, so the current one is free for the page.
+async fn two_factor_user(app: &TestApp, email: &str) -> (String, Vec<String>) {
+    let (access, _) = app.logged_in_user(email).await;
+    let setup = app.setup_two_factor(&access).await;
+    let secret = setup.data(200)["secret"].as_str().unwrap().to_owned();
+    let code = code_at(&base32_decode(&secret), now_seconds() - 30);
+    let enabled = app
+        .call(
+            Method::POST,
+            "/api/v1/auth/2fa/enable",
+            Some(&access),
+            Some(json!({ "code": code })),
+        )
+        .await;
+    let codes = enabled.data(200)["recoveryCodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect();
+    (secret, codes)
+}
+
 /// Password sign-in, a wrong password, TOTP enrolment from the page's secret and QR code, a wrong
 /// code, a right one, a recovery code, and an allowed return_to.
 async fn signing_in_with_and_without_two_factor(backend: Backend) {
@@ -257,26 +281,7 @@ async fn the_account_page_changes_and_deletes_the_account(backend: Backend) {
         },
     )
     .await;
-    let (access, _) = site.app.logged_in_user("ann@example.com").await;
-    let setup = site.app.setup_two_factor(&access).await;
-    let secret = setup.data(200)["secret"].as_str().unwrap().to_owned();
-    // The previous step's code: the current one stays free for the page's sign-in.
-    let code = code_at(&base32_decode(&secret), now_seconds() - 30);
-    let enabled = site
-        .app
-        .call(
-            Method::POST,
-            "/api/v1/auth/2fa/enable",
-            Some(&access),
-            Some(json!({ "code": code })),
-        )
-        .await;
-    let codes: Vec<&str> = enabled.data(200)["recoveryCodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap())
-        .collect();
+    let (secret, codes) = two_factor_user(&site.app, "ann@example.com").await;
     scenario(
         &site,
         "account",
@@ -305,20 +310,31 @@ async fn the_account_page_changes_and_deletes_the_account(backend: Backend) {
     }
 }
 
-/// A passkey added on the account page with Chromium's virtual authenticator, renamed, used to
-/// sign in without an address, and removed.
+/// A passkey added on the account page with Chromium's virtual authenticator (for an account
+/// with 2FA), renamed, used as the second factor after the password, then alone without an
+/// address, and removed.
 async fn passkeys_are_added_and_sign_in(backend: Backend) {
     if !browser_ready() {
         return;
     }
     let site = site(backend, SettingsArgs::default()).await;
-    site.app.create_user("ann@example.com", PASSWORD).await;
-    scenario(&site, "passkeys", "ann@example.com", &[]).await;
-    let signed_in: i64 = site
-        .app
-        .scalar("SELECT COUNT(*) FROM audit_events WHERE event = 'login.succeeded' AND detail LIKE 'passkey%'")
-        .await;
-    assert_eq!(signed_in, 1);
+    let (secret, _) = two_factor_user(&site.app, "ann@example.com").await;
+    scenario(
+        &site,
+        "passkeys",
+        "ann@example.com",
+        &[("GATEHOUSE_TOTP_SECRET", secret)],
+    )
+    .await;
+    for event in ["login.succeeded", "two_factor.succeeded"] {
+        let n: i64 = site
+            .app
+            .scalar(&format!(
+                "SELECT COUNT(*) FROM audit_events WHERE event = '{event}' AND detail LIKE 'passkey%'"
+            ))
+            .await;
+        assert_eq!(n, 1, "{event} with a passkey");
+    }
 }
 
 /// One browser signs another out; two tabs refresh at once and the session rotates once.

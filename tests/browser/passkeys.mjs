@@ -1,11 +1,13 @@
-// Passkeys with Chromium's virtual authenticator (DevTools WebAuthn domain): added on the account
-// page, renamed, used to sign in without a password or an address, and removed.
+// Passkeys with Chromium's virtual authenticator (DevTools WebAuthn domain), for an account with
+// 2FA: added on the account page, renamed, used as the second factor after the password, then to
+// sign in without a password or an address, and removed.
 import {
-  BASE, assert, assertNoPageErrors, expectPath, expectText, newPage, required, run, signIn,
+  assert, assertNoPageErrors, expectPath, expectText, newPage, required, run, signIn, totp,
 } from "./common.mjs";
 
 const email = required("GATEHOUSE_EMAIL");
 const password = required("GATEHOUSE_PASSWORD");
+const secret = required("GATEHOUSE_TOTP_SECRET");
 
 await run("passkeys", async (browser) => {
   const page = await newPage(browser);
@@ -21,7 +23,11 @@ await run("passkeys", async (browser) => {
     },
   });
 
+  // WebAuthn refuses a page without focus.
+  await page.bringToFront();
   await signIn(page, email, password);
+  await page.getByLabel("Code from your authenticator app, or a recovery code").fill(totp(secret, 0));
+  await page.getByRole("button", { name: "Verify" }).click();
   await expectPath(page, "/account");
   await expectText(page, "No passkeys yet.");
   const form = page.locator("#passkey-form");
@@ -37,6 +43,14 @@ await run("passkeys", async (browser) => {
   await page.locator("#passkey-list").getByRole("button", { name: "Rename" }).click();
   await expectText(page, "The passkey was renamed.");
   assert((await page.locator("#passkey-list input").inputValue()) === "Work laptop", "the new name");
+
+  // Signed out, then in with the password and the passkey as the second factor.
+  await page.getByRole("button", { name: "Sign out", exact: true }).first().click();
+  await expectPath(page, "/sign-in");
+  await signIn(page, email, password);
+  await page.getByRole("button", { name: "Use a passkey instead" }).click();
+  await expectPath(page, "/account");
+  await expectText(page, email, "#profile-email");
 
   // Signed out, then in with the passkey alone: no address, no password.
   await page.getByRole("button", { name: "Sign out", exact: true }).first().click();
