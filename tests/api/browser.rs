@@ -72,12 +72,18 @@ fn ready(missing: &[&str]) -> bool {
     false
 }
 
+/// A free port for an app whose public URL must name it before it binds. Chosen below the
+/// kernel's ephemeral range (Linux: 32768–60999), where the other tests' port-0 reservations
+/// (SMTP servers, proxies) never land: a port given back there could be handed to one of them
+/// between this check and the app's bind, and a browser scenario holds its port for seconds.
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    use rand::Rng as _;
+    loop {
+        let port = rand::thread_rng().gen_range(20_000..32_000);
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// An app the browser reaches at `url` (`http://localhost:PORT`), its public URL, passkeys'
