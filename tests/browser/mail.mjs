@@ -55,7 +55,14 @@ await run("mail", async (browser) => {
   await page.getByRole("button", { name: "Create the account" }).click();
   await expectPath(page, "/account");
   await expectText(page, "(not verified yet)", "#profile-verified");
-  const verify = await mailedLink(newcomer, "/verify-email");
+  const first = await mailedLink(newcomer, "/verify-email");
+  // A new link from the account page voids the first.
+  await page.getByRole("button", { name: "Mail me a new verification link" }).click();
+  await expectText(page, `A new verification link is on its way to ${newcomer}.`, "#status");
+  const verify = await mailedLink(newcomer, "/verify-email", { skip: [first] });
+  await page.goto(first);
+  await page.getByRole("button", { name: "Verify my address" }).click();
+  assert(/no longer valid/.test(await alertText(page)), "the voided link is refused");
   await page.goto(verify);
   await page.getByRole("button", { name: "Verify my address" }).click();
   await expectText(page, "Your address is verified.");
