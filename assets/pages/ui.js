@@ -33,13 +33,21 @@ export function describe(error) {
       const left = error.details?.attemptsRemaining;
       return left === undefined ? "That code is wrong." : `That code is wrong. Attempts left: ${left}.`;
     }
+    case "EMAIL_NOT_VERIFIED":
+      return "Confirm your e-mail address first: open the link we mailed to it.";
     case "LINK_INVALID":
       return "This link is no longer valid: it was used already, has expired, or a newer one was sent.";
     case "PASSKEY_CANCELLED":
       return "No passkey was used.";
     default:
-      return error.message || "Something went wrong. Please try again.";
+      return error.message ? sentence(error.message) : "Something went wrong. Please try again.";
   }
+}
+
+/** The service's messages are lower-case clauses ("the password is wrong"): shown as sentences. */
+function sentence(text) {
+  const capital = text.charAt(0).toUpperCase() + text.slice(1);
+  return /[.!?]$/.test(capital) ? capital : `${capital}.`;
 }
 
 /** Shows `error` in the page's alert (announced by screen readers) and marks the named fields. */

@@ -24,6 +24,7 @@ both_backends!(
     signing_in_with_and_without_two_factor,
     pages_fit_a_phone_and_work_by_keyboard,
     mailed_links_land_on_their_pages,
+    registration_waits_for_the_verified_address_when_required,
     the_account_page_changes_and_deletes_the_account,
     passkeys_are_added_and_sign_in,
     sessions_end_from_another_browser_and_two_tabs_rotate_once,
@@ -269,6 +270,32 @@ async fn mailed_links_land_on_their_pages(backend: Backend) {
             .await;
         assert_eq!(n, 1, "{event}");
     }
+}
+
+/// With verified addresses required, registration leads to the mailed link, not into the account.
+async fn registration_waits_for_the_verified_address_when_required(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let smtp = SmtpServer::start();
+    let site = site(
+        backend,
+        SettingsArgs {
+            smtp_url: Some(smtp.url()),
+            registration: Some("open".into()),
+            require_verified_email: Some("on".into()),
+            mail_retry_max: Some("1s".into()),
+            ..SettingsArgs::default()
+        },
+    )
+    .await;
+    scenario(
+        &site,
+        "verified-only",
+        "newcomer@example.com",
+        &[("GATEHOUSE_MAILDIR", smtp.maildir().display().to_string())],
+    )
+    .await;
 }
 
 /// The account page's password change, address change (through the mailed link), new recovery
