@@ -69,7 +69,7 @@ impl Application {
             ),
             None => None,
         };
-        let state = AppState::new(services.clone(), settings);
+        let state = AppState::new(services.clone(), settings)?;
         Ok(Application {
             listener,
             metrics_listener,

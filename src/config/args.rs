@@ -190,6 +190,15 @@ pub struct SettingsArgs {
     /// http://<listen address>]
     #[arg(long, env = "GATEHOUSE_PUBLIC_URL", global = true, value_name = "URL")]
     pub public_url: Option<String>,
+    /// Where /sign-in?return_to= may send a user: origins or URL prefixes, comma-separated
+    /// [default: none: always /account]
+    #[arg(
+        long,
+        env = "GATEHOUSE_ALLOWED_RETURN_URLS",
+        global = true,
+        value_name = "URLS"
+    )]
+    pub allowed_return_urls: Option<String>,
     /// Passkeys' relying-party id: the registrable domain of the pages [default: the public URL's
     /// host]
     #[arg(

@@ -11,11 +11,13 @@ use ipnet::IpNet;
 
 mod args;
 mod mail;
+mod return_urls;
 mod values;
 mod webauthn;
 
 pub use args::SettingsArgs;
 pub use mail::{MailDelivery, MailSettings};
+pub use return_urls::ReturnUrls;
 pub use values::{DatabaseUrl, LogFormat, MasterKey, SettingsError, redact_url, sqlite_path};
 use values::{
     Setting, parse_addr, parse_choice, parse_cidrs, parse_count, parse_duration, read_file,
@@ -58,6 +60,8 @@ pub struct Settings {
     pub public_url: String,
     /// Passkeys' relying party; `None`: passkeys are off (no domain to bind them to).
     pub webauthn: Option<RelyingParty>,
+    /// Where the sign-in page may send a user afterwards (`GATEHOUSE_ALLOWED_RETURN_URLS`).
+    pub allowed_return_urls: ReturnUrls,
     pub mail: MailSettings,
 }
 
@@ -90,6 +94,7 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "public_url",
     "webauthn_rp_id",
     "webauthn_origins",
+    "allowed_return_urls",
     "smtp_url",
     "mail_from",
     "mail_dir",
@@ -246,6 +251,8 @@ impl Settings {
             pick("webauthn_rp_id", &args.webauthn_rp_id),
             pick("webauthn_origins", &args.webauthn_origins),
         )?;
+        let (s, v) = get("allowed_return_urls", &args.allowed_return_urls, "");
+        let allowed_return_urls = ReturnUrls::parse(&s, &v)?;
 
         Ok(Settings {
             listen,
@@ -275,6 +282,7 @@ impl Settings {
             log_format,
             public_url,
             webauthn,
+            allowed_return_urls,
             mail,
         })
     }

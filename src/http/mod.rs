@@ -32,6 +32,7 @@ mod framing;
 mod meta;
 mod metrics;
 mod oauth;
+mod pages;
 
 pub use metrics::metrics_router;
 
@@ -52,11 +53,13 @@ pub struct AppState {
     /// Where users reach the service, for absolute URLs (RFC 8414 metadata).
     public_url: Arc<str>,
     issuer: Arc<str>,
+    /// The pages' templates and what they show of the settings.
+    pages: pages::SharedPages,
 }
 
 impl AppState {
-    pub fn new(services: Arc<Services>, settings: &Settings) -> Self {
-        AppState {
+    pub fn new(services: Arc<Services>, settings: &Settings) -> anyhow::Result<Self> {
+        Ok(AppState {
             services,
             trusted_proxies: settings.trusted_proxies.clone().into(),
             body_timeout: settings.body_timeout,
@@ -64,7 +67,8 @@ impl AppState {
             gate: Arc::new(Gate::new(settings.access_rules.clone())),
             public_url: settings.public_url.as_str().into(),
             issuer: settings.issuer.as_str().into(),
-        }
+            pages: Arc::new(pages::Pages::new(settings)?),
+        })
     }
 
     /// Whether the socket peer is a trusted proxy, whose forwarded headers are believed.
@@ -139,7 +143,9 @@ pub fn router(state: AppState) -> Router {
             },
         )));
     }
-    api.fallback(|| async { Error::NotFound })
+    // The pages are HTML for people, not API calls: outside the API document.
+    api.merge(pages::router())
+        .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
         .layer(axum::middleware::from_fn(no_store_by_default))
         .layer(axum::middleware::from_fn_with_state(

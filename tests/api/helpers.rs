@@ -177,7 +177,8 @@ pub async fn spawn_app_with(backend: Backend, args: SettingsArgs) -> TestApp {
     }
     let db = TestDatabase::new(&backend).await;
     let settings = Settings::resolve(&SettingsArgs {
-        listen: Some("127.0.0.1:0".into()),
+        // Port 0 unless the test needs a known address (a public URL naming the port).
+        listen: args.listen.clone().or_else(|| Some("127.0.0.1:0".into())),
         database_url: Some(db.url.clone()),
         master_key: db.master_key.clone(),
         // The test's own folder, not the working folder's `mail/` (the PostgreSQL default).

@@ -9,6 +9,7 @@ mod smtp_tls;
 
 mod abuse;
 mod admin;
+mod browser;
 mod cli;
 mod contacts;
 mod docs;
@@ -25,6 +26,7 @@ mod mail_delivery;
 mod mail_links;
 mod operations;
 mod outage;
+mod pages;
 mod passkey_input;
 mod passkey_refusals;
 mod passkeys;

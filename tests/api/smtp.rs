@@ -105,6 +105,11 @@ impl SmtpServer {
         }
     }
 
+    /// The maildir the server stores messages in (its `new/` holds one file per message).
+    pub fn maildir(&self) -> PathBuf {
+        self.dir.path().join("maildir")
+    }
+
     /// Every message received so far, oldest first.
     pub fn messages(&self) -> Vec<Mail> {
         let dir: PathBuf = self.dir.path().join("maildir").join("new");

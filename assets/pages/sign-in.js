@@ -1,0 +1,97 @@
+// Sign-in: password, then a TOTP or recovery code when the account has 2FA; or a passkey.
+import { $, focus, gatehouse, onClick, onSubmit, returnTo, showError, showStatus } from "/assets/pages/ui.js";
+
+const passwordStep = $("password-step");
+const codeStep = $("code-step");
+
+function done() {
+  location.assign(returnTo());
+}
+
+function restart(message) {
+  codeStep.hidden = true;
+  passwordStep.hidden = false;
+  showPasskeyStep(true);
+  $("code").value = "";
+  $("password").value = "";
+  if (message) showError(message);
+  focus($("password"));
+}
+
+const webAuthn = typeof window.PublicKeyCredential !== "undefined";
+
+/** "Sign in with a passkey" belongs to the first step only. */
+function showPasskeyStep(shown) {
+  if ($("passkey-step")) $("passkey-step").hidden = !(shown && webAuthn);
+}
+
+if (gatehouse.signedIn) {
+  // Already signed in here (another tab, an earlier visit): no need to ask again.
+  location.replace(returnTo());
+}
+
+onSubmit(
+  passwordStep,
+  async () => {
+    let result;
+    try {
+      result = await gatehouse.login($("email").value.trim(), $("password").value);
+    } catch (error) {
+      if (error.code === "INVALID_CREDENTIALS") {
+        // Announced by the alert; the password is typed again from an empty field.
+        $("password").value = "";
+        focus($("password"));
+      }
+      throw error;
+    }
+    if (!result.twoFactorRequired) return done();
+    passwordStep.hidden = true;
+    codeStep.hidden = false;
+    showPasskeyStep(false);
+    showStatus("Password accepted. Now the second factor.");
+    focus($("code"));
+  },
+  { email: "email", password: "password" },
+);
+
+onSubmit(
+  codeStep,
+  async () => {
+    try {
+      await gatehouse.verifyTwoFactor($("code").value.trim());
+    } catch (error) {
+      if (error.code === "TEMP_TOKEN_INVALID") return restart(error);
+      $("code").select();
+      throw error;
+    }
+    done();
+  },
+  { code: "code" },
+);
+
+$("restart").addEventListener("click", () => restart());
+
+const passkey = $("passkey");
+if (passkey) {
+  if (!webAuthn) {
+    showPasskeyStep(false);
+    $("code-passkey").hidden = true;
+  } else {
+    // The second factor with a passkey instead of a code (after the password).
+    onClick($("code-passkey"), async () => {
+      try {
+        await gatehouse.verifyTwoFactorWithPasskey();
+      } catch (error) {
+        if (error.code === "TEMP_TOKEN_INVALID") return restart(error);
+        throw error;
+      }
+      done();
+    });
+    onClick(passkey, async () => {
+      // With an address typed, that account's passkeys are offered; without, any this browser
+      // holds for the site.
+      await gatehouse.passkeyLogin($("email").value.trim() || undefined);
+      done();
+    });
+  }
+}

@@ -1,0 +1,147 @@
+// What every page script shares: the client, messages announced to screen readers, busy forms,
+// field errors from the envelope's details, and where to go after signing in.
+import { Gatehouse, GatehouseError } from "/assets/gatehouse.js";
+
+export { GatehouseError };
+export const gatehouse = new Gatehouse();
+
+export const $ = (id) => document.getElementById(id);
+
+/** The sign-in page's checked `return_to` (the server put it there), else the account page. */
+export function returnTo() {
+  return document.body.dataset.returnTo || "/account";
+}
+
+/** The `token` of a mailed link, or null. */
+export function linkToken() {
+  return new URLSearchParams(location.search).get("token");
+}
+
+/** A sentence for a failure: the service's own message, made plainer for a few codes. */
+export function describe(error) {
+  if (!(error instanceof GatehouseError)) return "Something went wrong. Please try again.";
+  switch (error.code) {
+    case "NETWORK_ERROR":
+      return "The service cannot be reached. Check your connection and try again.";
+    case "RATE_LIMITED": {
+      const wait = error.details?.retryAfter;
+      return wait ? `Too many attempts. Try again in ${wait} seconds.` : "Too many attempts. Try again later.";
+    }
+    case "INVALID_CREDENTIALS":
+      return error.status === 401 ? "The e-mail address or the password is wrong." : "The password is wrong.";
+    case "INVALID_2FA_CODE": {
+      const left = error.details?.attemptsRemaining;
+      return left === undefined ? "That code is wrong." : `That code is wrong. Attempts left: ${left}.`;
+    }
+    case "EMAIL_NOT_VERIFIED":
+      return "Confirm your e-mail address first: open the link we mailed to it.";
+    case "LINK_INVALID":
+      return "This link is no longer valid: it was used already, has expired, or a newer one was sent.";
+    case "PASSKEY_CANCELLED":
+      return "No passkey was used.";
+    default:
+      return error.message ? sentence(error.message) : "Something went wrong. Please try again.";
+  }
+}
+
+/** The service's messages are lower-case clauses ("the password is wrong"): shown as sentences. */
+function sentence(text) {
+  const capital = text.charAt(0).toUpperCase() + text.slice(1);
+  return /[.!?]$/.test(capital) ? capital : `${capital}.`;
+}
+
+/** Shows `error` in the page's alert (announced by screen readers) and marks the named fields. */
+export function showError(error, fields = {}) {
+  const box = $("error");
+  box.textContent = describe(error);
+  box.hidden = false;
+  $("status").textContent = "";
+  const reported = error?.details?.fields ?? {};
+  let first = null;
+  for (const [name, inputId] of Object.entries(fields)) {
+    const input = $(inputId);
+    if (!input) continue;
+    const bad = name in reported;
+    input.setAttribute("aria-invalid", bad ? "true" : "false");
+    if (bad) {
+      box.textContent += ` ${labelOf(input)}: ${reported[name]}.`;
+      first ??= input;
+    }
+  }
+  if (first) first.focus();
+}
+
+function labelOf(input) {
+  return document.querySelector(`label[for="${input.id}"]`)?.textContent ?? input.name;
+}
+
+/** Shows a success message (a polite live region) and clears the alert. */
+export function showStatus(text) {
+  clearError();
+  $("status").textContent = text;
+}
+
+export function clearError() {
+  const box = $("error");
+  box.hidden = true;
+  box.textContent = "";
+  for (const input of document.querySelectorAll('[aria-invalid="true"]')) {
+    input.setAttribute("aria-invalid", "false");
+  }
+}
+
+/** Moves the keyboard focus to `element` (headings get tabindex=-1 in the templates). */
+export function focus(element) {
+  if (element) element.focus();
+}
+
+/**
+ * Handles `form`'s submission with `action` (async): the submit button is disabled meanwhile, and
+ * a failure is shown with `fields` (envelope field name → input id) marked. The buttons start
+ * disabled in the HTML, so that nothing is sent before this script runs (without it a submission
+ * would reload the page).
+ */
+export function onSubmit(form, action, fields = {}) {
+  const buttons = form.querySelectorAll('button[type="submit"]');
+  for (const b of buttons) b.disabled = false;
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    if ([...buttons].some((b) => b.disabled)) return;
+    for (const b of buttons) b.disabled = true;
+    form.setAttribute("aria-busy", "true");
+    clearError();
+    try {
+      await action();
+    } catch (error) {
+      showError(error, fields);
+    } finally {
+      for (const b of buttons) b.disabled = false;
+      form.removeAttribute("aria-busy");
+    }
+  });
+}
+
+/** Runs `action` on a click, with the same busy state and error display as a form. */
+export function onClick(button, action) {
+  button.disabled = false;
+  button.addEventListener("click", async () => {
+    if (button.disabled) return;
+    button.disabled = true;
+    clearError();
+    try {
+      await action();
+    } catch (error) {
+      showError(error);
+    } finally {
+      button.disabled = false;
+    }
+  });
+}
+
+/** A date and time in the reader's own locale. */
+export function when(iso) {
+  if (!iso) return "never";
+  const date = new Date(iso);
+  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+}
+

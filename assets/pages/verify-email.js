@@ -1,0 +1,17 @@
+// Verification of an address (a new account's, or the new one of an address change). A click
+// consumes the token, not the opening of the link: mail scanners open links too.
+import { $, focus, gatehouse, linkToken, onSubmit, showError, showStatus } from "/assets/pages/ui.js";
+
+const form = $("verify");
+const token = linkToken();
+if (!token) {
+  form.hidden = true;
+  showError(new Error("This link is incomplete: open the whole link from the mail."));
+} else {
+  onSubmit(form, async () => {
+    await gatehouse.request("POST", "/auth/email/verify", { token }, { auth: false });
+    form.hidden = true;
+    showStatus("Your address is verified.");
+    focus($("title"));
+  });
+}

@@ -1,0 +1,213 @@
+//! The service's own pages (docs/api.md §10): sign-in, the mailed links' landing pages,
+//! registration and the account page, with their scripts and stylesheet, all embedded in the
+//! binary. The pages are HTML shells; their scripts call the JSON API through the browser client
+//! library (`clients/js`), served here too. They are not API calls, so they are routed outside the
+//! API document.
+
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::rejection::QueryRejection;
+use axum::extract::{Query, State};
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use minijinja::{Environment, Value, context};
+use serde::Deserialize;
+
+use super::AppState;
+use crate::config::{ReturnUrls, Settings};
+use crate::error::Error;
+
+mod assets;
+
+/// Where a signed-in user lands when no allowed `return_to` was given.
+const ACCOUNT: &str = "/account";
+
+/// No inline script or style, nothing from another origin, no framing, no form posting
+/// elsewhere: an injected `<script>` or `style=` does nothing, and no other site can frame the
+/// pages to trick a click (X-Frame-Options for browsers that predate `frame-ancestors`).
+const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
+                   connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// What the pages need of the settings.
+pub struct Pages {
+    templates: Environment<'static>,
+    product_name: String,
+    registration_open: bool,
+    passkeys: bool,
+    return_urls: ReturnUrls,
+}
+
+/// Every page: its path, template, title and script (`assets/pages/<script>.js`).
+const PAGES: &[(&str, &str, &str)] = &[
+    (
+        "sign-in",
+        "Sign in",
+        include_str!("../../../assets/pages/sign-in.html"),
+    ),
+    (
+        "forgot-password",
+        "Forgotten password",
+        include_str!("../../../assets/pages/forgot-password.html"),
+    ),
+    (
+        "reset-password",
+        "Choose a new password",
+        include_str!("../../../assets/pages/reset-password.html"),
+    ),
+    (
+        "verify-email",
+        "Verify your address",
+        include_str!("../../../assets/pages/verify-email.html"),
+    ),
+    (
+        "accept-invitation",
+        "Accept your invitation",
+        include_str!("../../../assets/pages/accept-invitation.html"),
+    ),
+    (
+        "register",
+        "Create an account",
+        include_str!("../../../assets/pages/register.html"),
+    ),
+    (
+        "register-closed",
+        "Registration is closed",
+        include_str!("../../../assets/pages/register-closed.html"),
+    ),
+    (
+        "account",
+        "Your account",
+        include_str!("../../../assets/pages/account.html"),
+    ),
+];
+
+const LAYOUT: &str = include_str!("../../../assets/pages/layout.html");
+
+impl Pages {
+    pub fn new(settings: &Settings) -> anyhow::Result<Pages> {
+        let mut templates = Environment::new();
+        templates.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);
+        // The `.html` names turn on auto-escaping: the product name is the operator's text.
+        templates.add_template("layout.html", LAYOUT)?;
+        for (name, _, source) in PAGES {
+            templates.add_template_owned(format!("{name}.html"), *source)?;
+        }
+        Ok(Pages {
+            templates,
+            product_name: settings.mail.product_name.clone(),
+            registration_open: settings.registration_open,
+            passkeys: settings.webauthn.is_some(),
+            return_urls: settings.allowed_return_urls.clone(),
+        })
+    }
+
+    /// The page `name` inside the layout, with the script of `script` (none for a page that needs
+    /// none).
+    fn render(&self, name: &str, script: Option<&str>, return_to: &str) -> Result<String, Error> {
+        let title = PAGES
+            .iter()
+            .find(|(n, _, _)| *n == name)
+            .map_or("", |(_, title, _)| *title);
+        let page = context! {
+            product_name => &self.product_name,
+            registration_open => self.registration_open,
+            passkeys => self.passkeys,
+            return_to => return_to,
+            title => title,
+        };
+        let failed = |e: minijinja::Error| Error::internal(anyhow::anyhow!("page {name}: {e}"));
+        let body = self
+            .templates
+            .get_template(&format!("{name}.html"))
+            .and_then(|t| t.render(&page))
+            .map_err(failed)?;
+        self.templates
+            .get_template("layout.html")
+            .and_then(|t| {
+                t.render(context! {
+                    product_name => &self.product_name,
+                    title => title,
+                    script => script,
+                    return_to => return_to,
+                    body => Value::from_safe_string(body),
+                })
+            })
+            .map_err(failed)
+    }
+}
+
+pub fn router() -> Router<AppState> {
+    let page = |name: &'static str| {
+        get(move |State(state): State<AppState>| async move { html(&state, name, None) })
+    };
+    Router::new()
+        .route("/sign-in", get(sign_in))
+        .route("/forgot-password", page("forgot-password"))
+        .route("/reset-password", page("reset-password"))
+        .route("/verify-email", page("verify-email"))
+        .route("/accept-invitation", page("accept-invitation"))
+        .route("/register", get(register))
+        .route("/account", page("account"))
+        .merge(assets::router())
+        .layer(axum::middleware::from_fn(page_headers))
+}
+
+fn html(state: &AppState, name: &str, return_to: Option<String>) -> Result<Response, Error> {
+    let return_to = return_to.unwrap_or_else(|| ACCOUNT.to_owned());
+    let body = state.pages.render(name, Some(name), &return_to)?;
+    Ok(Html(body).into_response())
+}
+
+#[derive(Deserialize)]
+struct SignInQuery {
+    return_to: Option<String>,
+}
+
+/// `?return_to=` is followed only to what `GATEHOUSE_ALLOWED_RETURN_URLS` allows, anything else
+/// silently to the account page: an open redirect here would make the real sign-in page the first
+/// step of a phishing link.
+async fn sign_in(
+    State(state): State<AppState>,
+    // A query that does not parse is as good as none: the page still signs in.
+    query: Result<Query<SignInQuery>, QueryRejection>,
+) -> Result<Response, Error> {
+    let return_to = query
+        .ok()
+        .and_then(|Query(q)| q.return_to)
+        .and_then(|r| state.pages.return_urls.allow(&r));
+    html(&state, "sign-in", return_to)
+}
+
+/// Closed registration is a page saying so (and whom to ask), with 404: there is no form here.
+async fn register(State(state): State<AppState>) -> Result<Response, Error> {
+    if state.pages.registration_open {
+        return html(&state, "register", None);
+    }
+    let body = state.pages.render("register-closed", None, ACCOUNT)?;
+    Ok((StatusCode::NOT_FOUND, Html(body)).into_response())
+}
+
+/// The headers of every page and asset. `no-store` comes from the router's default for pages
+/// (the mailed tokens are in their URLs); assets set their own caching.
+async fn page_headers(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let mut response = next.run(req).await;
+    let headers = response.headers_mut();
+    for (name, value) in [
+        ("content-security-policy", CSP),
+        ("x-frame-options", "DENY"),
+        // The reset, verification and invitation tokens are in the pages' URLs: no request the
+        // page makes may carry them to anyone in a Referer.
+        ("referrer-policy", "no-referrer"),
+        ("x-content-type-options", "nosniff"),
+        // Another site's window opening a page gets no handle on it.
+        ("cross-origin-opener-policy", "same-origin"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// Shared with the router: built once at start, a broken template stops the start.
+pub type SharedPages = Arc<Pages>;
