@@ -268,16 +268,13 @@ SELECT {id}, id, {bytes}, 'k', '{}', 0, FALSE, FALSE, created_at FROM users WHER
 ANALYZE;
 ";
 
-/// SQLite: each page of the admin's account list reads the address index in order, from the
-/// cursor on (no sort of the table, no scan of the table itself), and counts passkeys by their
-/// index.
-#[tokio::test]
-async fn admin_pages_walk_the_index() {
+/// A migrated SQLite store holding `SEED`; the directory lives as long as the caller keeps it.
+async fn seeded_sqlite() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("plans.db").display());
     let store = Store::connect(&url).await.unwrap();
     store.migrate().await.unwrap();
-    let Backend::Sqlite { read, write, .. } = &store.backend else {
+    let Backend::Sqlite { write, .. } = &store.backend else {
         unreachable!("a SQLite URL")
     };
     let seed = SEED
@@ -286,6 +283,29 @@ async fn admin_pages_walk_the_index() {
     let mut conn = write.acquire().await.unwrap();
     sqlx::raw_sql(&seed).execute(&mut *conn).await.unwrap();
     drop(conn);
+    (dir, store)
+}
+
+/// SQLite's plan of `sql`, a line per step.
+async fn sqlite_plan(conn: &mut sqlx::SqliteConnection, sql: &str) -> Vec<String> {
+    sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}"))
+        .fetch_all(conn)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get::<String, _>(3))
+        .collect()
+}
+
+/// SQLite: each page of the admin's account list reads the address index in order, from the
+/// cursor on (no sort of the table, no scan of the table itself), and counts passkeys by their
+/// index.
+#[tokio::test]
+async fn admin_pages_walk_the_index() {
+    let (_dir, store) = seeded_sqlite().await;
+    let Backend::Sqlite { read, .. } = &store.backend else {
+        unreachable!("a SQLite URL")
+    };
     let mut conn = read.acquire().await.unwrap();
     for sql in [
         USERS_PAGE,
@@ -293,11 +313,7 @@ async fn admin_pages_walk_the_index() {
         USERS_SEARCH,
         USERS_SEARCH_AFTER,
     ] {
-        let rows = sqlx::query(&format!("EXPLAIN QUERY PLAN {sql}"))
-            .fetch_all(&mut *conn)
-            .await
-            .unwrap();
-        let plan: Vec<String> = rows.iter().map(|r| r.get::<String, _>(3)).collect();
+        let plan = sqlite_plan(&mut conn, sql).await;
         eprintln!("SQLite, admin accounts:\n    {}", plan.join("\n    "));
         assert!(
             plan.iter()
@@ -337,26 +353,13 @@ fn check(backend: &str, case: &Case, sql: &str, plan: &[String], scan: &str, ind
 
 #[tokio::test]
 async fn hot_queries_use_indexes_on_sqlite() {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("plans.db").display());
-    let store = Store::connect(&url).await.unwrap();
-    store.migrate().await.unwrap();
-    let Backend::Sqlite { read, write, .. } = &store.backend else {
+    let (_dir, store) = seeded_sqlite().await;
+    let Backend::Sqlite { read, .. } = &store.backend else {
         unreachable!("a SQLite URL")
     };
-    let seed = SEED
-        .replace("{id}", "randomblob(16)")
-        .replace("{bytes}", "randomblob(32)");
-    let mut conn = write.acquire().await.unwrap();
-    sqlx::raw_sql(&seed).execute(&mut *conn).await.unwrap();
-    drop(conn);
     let mut conn = read.acquire().await.unwrap();
     for case in cases().into_iter().filter(|c| !c.sql.0.is_empty()) {
-        let rows = sqlx::query(&format!("EXPLAIN QUERY PLAN {}", case.sql.0))
-            .fetch_all(&mut *conn)
-            .await
-            .unwrap();
-        let plan: Vec<String> = rows.iter().map(|r| r.get::<String, _>(3)).collect();
+        let plan = sqlite_plan(&mut conn, case.sql.0).await;
         let index = ["USING INDEX", "USING COVERING INDEX", "USING PRIMARY KEY"];
         check("SQLite", &case, case.sql.0, &plan, "SCAN ", &index);
     }

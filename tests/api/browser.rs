@@ -182,16 +182,8 @@ async fn signing_in_with_and_without_two_factor(backend: Backend) {
     let site = site(backend, SettingsArgs::default()).await;
     site.app.create_user("ann@example.com", PASSWORD).await;
     scenario(&site, "sign-in", "ann@example.com", &[]).await;
-    let enabled: i64 = site
-        .app
-        .scalar("SELECT COUNT(*) FROM audit_events WHERE event = 'two_factor.enabled'")
-        .await;
-    assert_eq!(enabled, 1);
-    let recovery: i64 = site
-        .app
-        .scalar("SELECT COUNT(*) FROM audit_events WHERE event = 'recovery_code.used'")
-        .await;
-    assert_eq!(recovery, 1);
+    assert_eq!(site.app.audit_count("two_factor.enabled", None).await, 1);
+    assert_eq!(site.app.audit_count("recovery_code.used", None).await, 1);
 }
 
 /// Every page at 360 px: no overflow, every input labelled, nothing refused by the CSP; and a
@@ -262,13 +254,7 @@ async fn mailed_links_land_on_their_pages(backend: Backend) {
     )
     .await;
     for event in ["password.reset", "email.verified", "invitation.accepted"] {
-        let n: i64 = site
-            .app
-            .scalar(&format!(
-                "SELECT COUNT(*) FROM audit_events WHERE event = '{event}'"
-            ))
-            .await;
-        assert_eq!(n, 1, "{event}");
+        assert_eq!(site.app.audit_count(event, None).await, 1, "{event}");
     }
 }
 
@@ -333,13 +319,7 @@ async fn the_account_page_changes_and_deletes_the_account(backend: Backend) {
         "two_factor.disabled",
         "user.deleted",
     ] {
-        let n: i64 = site
-            .app
-            .scalar(&format!(
-                "SELECT COUNT(*) FROM audit_events WHERE event = '{event}'"
-            ))
-            .await;
-        assert_eq!(n, 1, "{event}");
+        assert_eq!(site.app.audit_count(event, None).await, 1, "{event}");
     }
 }
 
@@ -360,12 +340,7 @@ async fn passkeys_are_added_and_sign_in(backend: Backend) {
     )
     .await;
     for event in ["login.succeeded", "two_factor.succeeded"] {
-        let n: i64 = site
-            .app
-            .scalar(&format!(
-                "SELECT COUNT(*) FROM audit_events WHERE event = '{event}' AND detail LIKE 'passkey%'"
-            ))
-            .await;
+        let n = site.app.audit_count(event, Some("passkey")).await;
         assert_eq!(n, 1, "{event} with a passkey");
     }
 }

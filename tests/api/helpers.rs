@@ -411,6 +411,15 @@ impl TestApp {
 
     /// One value from the app's database, by SQL (set-up and inspection, never the thing under
     /// test).
+    /// How many audit events named `event` (and, if given, with a detail starting `detail`).
+    pub async fn audit_count(&self, event: &str, detail: Option<&str>) -> i64 {
+        let detail = detail.map_or(String::new(), |d| format!(" AND detail LIKE '{d}%'"));
+        self.scalar(&format!(
+            "SELECT COUNT(*) FROM audit_events WHERE event = '{event}'{detail}"
+        ))
+        .await
+    }
+
     pub async fn scalar<T>(&self, sql: &str) -> T
     where
         T: for<'r> sqlx::Decode<'r, sqlx::Sqlite>

@@ -7,8 +7,7 @@ use serde_json::json;
 use crate::authenticator::Authenticator;
 use crate::helpers::{Backend, both_backends};
 use crate::passkeys::{
-    ORIGIN, count, login_finish, login_start, register, register_finish, register_start, sign_in,
-    spawn,
+    ORIGIN, login_finish, login_start, register, register_finish, register_start, sign_in, spawn,
 };
 
 both_backends!(
@@ -77,7 +76,7 @@ async fn ceremonies_are_single_use_short_lived_and_the_starters_own(backend: Bac
         .error(401, "PASSKEY_INVALID");
     let bad = login_finish(&app, &json!("not-a-uuid"), &credential).await;
     assert!(bad.error(400, "VALIDATION_ERROR")["details"]["fields"]["ceremonyId"].is_string());
-    assert!(count(&app, "passkey.failed").await >= 6);
+    assert!(app.audit_count("passkey.failed", None).await >= 6);
 }
 
 async fn wrong_origins_and_unverified_users_are_refused(backend: Backend) {
@@ -137,7 +136,7 @@ async fn a_counter_that_goes_back_is_refused_and_audited(backend: Backend) {
     login_finish(&app, &ceremony, &credential)
         .await
         .error(401, "PASSKEY_INVALID");
-    assert_eq!(count(&app, "passkey.clone_detected").await, 2);
+    assert_eq!(app.audit_count("passkey.clone_detected", None).await, 2);
     assert_eq!(
         app.scalar::<i64>("SELECT sign_count FROM passkeys").await,
         2
@@ -161,7 +160,7 @@ async fn a_counter_that_goes_back_is_refused_and_audited(backend: Backend) {
     login_finish(&app, &second, &copy)
         .await
         .error(401, "PASSKEY_INVALID");
-    assert_eq!(count(&app, "passkey.clone_detected").await, 3);
+    assert_eq!(app.audit_count("passkey.clone_detected", None).await, 3);
     let detail: String = app
         .scalar("SELECT detail FROM audit_events WHERE event = 'passkey.clone_detected' ORDER BY at DESC LIMIT 1")
         .await;

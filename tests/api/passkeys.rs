@@ -110,13 +110,6 @@ pub async fn sign_in(http: &Http, email: &str, authenticator: &mut Authenticator
     login_finish(http, &ceremony, &credential).await
 }
 
-pub async fn count(app: &TestApp, event: &str) -> i64 {
-    app.scalar(&format!(
-        "SELECT COUNT(*) FROM audit_events WHERE event = '{event}'"
-    ))
-    .await
-}
-
 async fn a_passkey_is_added_listed_renamed_and_removed(backend: Backend) {
     let app = spawn(backend).await;
     let (token, _) = app.logged_in_user("ann@example.com").await;
@@ -150,7 +143,7 @@ async fn a_passkey_is_added_listed_renamed_and_removed(backend: Backend) {
     assert!(passkey["createdAt"].as_str().unwrap().ends_with('Z'));
     assert_eq!(passkey["lastUsedAt"], Value::Null);
     let id = passkey["id"].as_str().unwrap().to_owned();
-    assert_eq!(count(&app, "passkey.added").await, 1);
+    assert_eq!(app.audit_count("passkey.added", None).await, 1);
 
     // A second registration excludes the credential the account has.
     let again = register_start(&app, &token).await;
@@ -212,7 +205,7 @@ async fn a_passkey_is_added_listed_renamed_and_removed(backend: Backend) {
         )
         .await;
     assert_eq!(removed.data(200)["id"], id.as_str());
-    assert_eq!(count(&app, "passkey.removed").await, 1);
+    assert_eq!(app.audit_count("passkey.removed", None).await, 1);
     assert_eq!(
         app.get("/api/v1/auth/passkeys", &token).await.data(200)["items"],
         json!([])
@@ -286,7 +279,7 @@ async fn sign_in_with_an_email_or_a_discoverable_passkey(backend: Backend) {
     let list = app.get("/api/v1/auth/passkeys", &token).await;
     assert!(list.data(200)["items"][0]["lastUsedAt"].is_string());
     assert_eq!(
-        count(&app, "login.succeeded").await,
+        app.audit_count("login.succeeded", None).await,
         3,
         "one password login, two passkey sign-ins"
     );
