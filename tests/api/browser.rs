@@ -164,12 +164,7 @@ async fn two_factor_user(app: &TestApp, email: &str) -> (String, Vec<String>) {
             Some(json!({ "code": code })),
         )
         .await;
-    let codes = enabled.data(200)["recoveryCodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_owned())
-        .collect();
+    let codes = crate::helpers::recovery_codes(&enabled);
     (secret, codes)
 }
 

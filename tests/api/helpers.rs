@@ -342,12 +342,7 @@ impl Http {
                 Some(json!({ "code": code })),
             )
             .await;
-        let codes = enabled.data(200)["recoveryCodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| c.as_str().unwrap().to_owned())
-            .collect();
+        let codes = recovery_codes(&enabled);
         (secret, codes)
     }
 
@@ -388,6 +383,16 @@ impl std::ops::Deref for TestApp {
     fn deref(&self) -> &Http {
         &self.http
     }
+}
+
+/// The `recoveryCodes` of a 200 answer (2FA enable, new recovery codes).
+pub fn recovery_codes(answer: &Answer) -> Vec<String> {
+    answer.data(200)["recoveryCodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_str().unwrap().to_owned())
+        .collect()
 }
 
 impl TestApp {

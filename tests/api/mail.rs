@@ -35,12 +35,7 @@ async fn security_changes_are_notified_without_secrets(backend: Backend) {
             Some(json!({ "code": code })),
         )
         .await;
-    let new_codes: Vec<String> = new_codes.data(200)["recoveryCodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_owned())
-        .collect();
+    let new_codes = crate::helpers::recovery_codes(&new_codes);
     smtp.wait_for_mail("ann@example.com", "new recovery codes", 1)
         .await;
     app.call(

@@ -191,12 +191,7 @@ async fn logs_carry_request_ids_and_no_secret(backend: Backend) {
             Some(json!({ "code": enabling })),
         )
         .await;
-    let codes: Vec<String> = enabled.data(200)["recoveryCodes"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c.as_str().unwrap().to_owned())
-        .collect();
+    let codes = crate::helpers::recovery_codes(&enabled);
     let challenge = http.login("lea@example.com", PASSWORD).await;
     let temp = challenge.data(200)["tempToken"]
         .as_str()
