@@ -73,20 +73,6 @@ fn ready(missing: &[&str]) -> bool {
     false
 }
 
-/// A free port for an app whose public URL must name it before it binds. Chosen below the
-/// kernel's ephemeral range (Linux: 32768–60999), where the other tests' port-0 reservations
-/// (SMTP servers, proxies) never land: a port given back there could be handed to one of them
-/// between this check and the app's bind, and a browser scenario holds its port for seconds.
-fn free_port() -> u16 {
-    use rand::Rng as _;
-    loop {
-        let port = rand::thread_rng().gen_range(20_000..32_000);
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
 /// An app the browser reaches at `url` (`http://localhost:PORT`), its public URL, passkeys'
 /// origin and the one allowed return URL.
 struct Site {
@@ -95,7 +81,7 @@ struct Site {
 }
 
 async fn site(backend: Backend, args: SettingsArgs) -> Site {
-    let port = free_port();
+    let port = crate::helpers::free_port();
     let url = format!("http://localhost:{port}");
     let app = spawn_app_with(
         backend,

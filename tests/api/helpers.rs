@@ -385,6 +385,25 @@ impl std::ops::Deref for TestApp {
     }
 }
 
+/// A port for a server that starts later because its address must be known first (an app's
+/// public URL, a proxy's upstream, an SMTP server that is down at first). Taken below Linux's
+/// ephemeral range (32768–60999): a port-0 port given back there can be handed, before the
+/// server binds it, to any app's listener or any outgoing connection of the parallel tests; down
+/// here only this function hands out ports, one after another, so no two of them collide.
+pub fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: std::sync::LazyLock<AtomicU16> = std::sync::LazyLock::new(|| {
+        use rand::Rng as _;
+        AtomicU16::new(rand::thread_rng().gen_range(0..12_000))
+    });
+    loop {
+        let port = 20_000 + NEXT.fetch_add(1, Ordering::Relaxed) % 12_000;
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
 /// The `recoveryCodes` of a 200 answer (2FA enable, new recovery codes).
 pub fn recovery_codes(answer: &Answer) -> Vec<String> {
     answer.data(200)["recoveryCodes"]

@@ -81,11 +81,7 @@ impl OwnPostgres {
                 .unwrap();
             assert!(chowned.success());
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::helpers::free_port();
         let server = OwnPostgres {
             bin,
             data,

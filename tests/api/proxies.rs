@@ -121,14 +121,6 @@ fn installed(kind: Kind) -> bool {
     found
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 impl Proxy {
     /// Starts the proxy on a free loopback port, asking `gatehouse` (host:port) before passing
     /// requests to `upstream`.
@@ -141,7 +133,7 @@ impl Proxy {
             std::os::unix::fs::PermissionsExt::from_mode(0o755),
         )
         .unwrap();
-        let port = free_port();
+        let port = crate::helpers::free_port();
         let d = dir.path().display();
         let mut command = match kind {
             Kind::Nginx => {

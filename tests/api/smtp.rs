@@ -3,7 +3,6 @@
 //! It can be stopped and started again on the same port, to test delivery across an outage, and
 //! can require TLS and a login (tests/api/smtp_tls.rs).
 
-use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -29,11 +28,7 @@ impl SmtpServer {
 
     /// A port reserved for a server that is not running yet: connections to it are refused.
     pub fn stopped() -> SmtpServer {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = crate::helpers::free_port();
         SmtpServer {
             port,
             dir: tempfile::tempdir().unwrap(),
