@@ -343,25 +343,21 @@ async fn roles_reach_tokens_the_account_and_forward_auth(backend: Backend) {
     assert_eq!(changes[1]["detail"], "via=cli added= removed=ops");
 }
 
-const RULES: &str = r#"
-[[rule]]
-hosts = ["admin.example.com"]
-paths = ["/api/admin"]
-methods = ["POST", "DELETE"]
-policy = "roles"
-roles = ["admin", "ops"]
-
-[[rule]]
-paths = ["/reports/*/export"]
-policy = "two_factor"
-
-[[rule]]
-paths = ["/internal"]
-policy = "deny"
-"#;
+/// The README's access rules, as an operator would copy them.
+fn readme_rules() -> String {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    readme
+        .split("<!-- access-rules-example -->")
+        .nth(1)
+        .and_then(|rest| rest.split("```toml").nth(1))
+        .and_then(|rest| rest.split("```").next())
+        .expect("the access rules example in the README")
+        .to_owned()
+}
 
 async fn access_rules_decide_by_host_path_method_role_and_factor(backend: Backend) {
-    let (args, _dir) = with_rules(RULES);
+    let (args, _dir) = with_rules(&readme_rules());
     let app = spawn_app_with(backend, args).await;
     let (token, _) = app.logged_in_user("ann@example.com").await;
     let forwarded = |method: &'static str, host: &'static str, uri: &'static str| {
@@ -456,7 +452,7 @@ async fn access_rules_decide_by_host_path_method_role_and_factor(backend: Backen
 async fn each_endpoint_reads_only_its_own_convention_and_only_from_trusted_proxies(
     backend: Backend,
 ) {
-    let (args, _dir) = with_rules(RULES);
+    let (args, _dir) = with_rules(&readme_rules());
     let app = spawn_app_with(backend.clone(), args).await;
     let (token, _) = app.logged_in_user("ann@example.com").await;
 
@@ -545,7 +541,7 @@ async fn each_endpoint_reads_only_its_own_convention_and_only_from_trusted_proxi
     );
 
     // From a peer that is not a trusted proxy, the headers are not believed: only the token is.
-    let (mut args, _dir2) = with_rules(RULES);
+    let (mut args, _dir2) = with_rules(&readme_rules());
     args.trusted_proxies = Some("10.0.0.0/8".into());
     let untrusting = spawn_app_with(backend, args).await;
     let (token, _) = untrusting.logged_in_user("bob@example.com").await;
