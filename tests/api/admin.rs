@@ -65,6 +65,11 @@ async fn call(
     app.call(method, path, Some(token), body).await
 }
 
+/// An admin's `PATCH` of an account.
+async fn patch(app: &TestApp, path: &str, token: &str, body: Value) -> crate::helpers::Answer {
+    call(app, Method::PATCH, path, token, Some(body)).await
+}
+
 fn user_path(id: impl std::fmt::Display) -> String {
     format!("/api/v1/admin/users/{id}")
 }
@@ -223,35 +228,26 @@ async fn an_admin_manages_an_account_and_its_owner_sees_it(backend: Backend) {
     )
     .await;
     weak.error(400, "WEAK_PASSWORD");
-    call(
+    patch(
         &app,
-        Method::PATCH,
         &user_path(Uuid::now_v7()),
         &root.strong,
-        Some(json!({ "disabled": true })),
+        json!({ "disabled": true }),
     )
     .await
     .error(404, "NOT_FOUND");
     app.get("/api/v1/admin/users/not-an-id", &root.strong)
         .await
         .error(404, "NOT_FOUND");
-    let empty = call(&app, Method::PATCH, &path, &root.strong, Some(json!({}))).await;
+    let empty = patch(&app, &path, &root.strong, json!({})).await;
     empty.error(400, "VALIDATION_ERROR");
-    let mistyped = call(
-        &app,
-        Method::PATCH,
-        &path,
-        &root.strong,
-        Some(json!({ "disabled": "yes" })),
-    )
-    .await;
+    let mistyped = patch(&app, &path, &root.strong, json!({ "disabled": "yes" })).await;
     assert!(mistyped.error(400, "VALIDATION_ERROR")["details"]["fields"]["disabled"].is_string());
-    let nulls = call(
+    let nulls = patch(
         &app,
-        Method::PATCH,
         &path,
         &root.strong,
-        Some(json!({ "fullName": null, "roles": null, "disabled": null })),
+        json!({ "fullName": null, "roles": null, "disabled": null }),
     )
     .await;
     let fields = &nulls.error(400, "VALIDATION_ERROR")["details"]["fields"];
@@ -260,12 +256,11 @@ async fn an_admin_manages_an_account_and_its_owner_sees_it(backend: Backend) {
     }
 
     // A role removed and a name changed: forward-auth tells at once (this instance).
-    let patched = call(
+    let patched = patch(
         &app,
-        Method::PATCH,
         &path,
         &root.strong,
-        Some(json!({ "roles": ["billing"], "fullName": "Ben Bauer" })),
+        json!({ "roles": ["billing"], "fullName": "Ben Bauer" }),
     )
     .await;
     assert_eq!(patched.data(200)["roles"], json!(["billing"]));
@@ -294,14 +289,7 @@ async fn an_admin_manages_an_account_and_its_owner_sees_it(backend: Backend) {
 
     // Disabled: the new token is refused, and so is the password.
     let access = token(&app, "ben@example.com").await;
-    let disabled = call(
-        &app,
-        Method::PATCH,
-        &path,
-        &root.strong,
-        Some(json!({ "disabled": true })),
-    )
-    .await;
+    let disabled = patch(&app, &path, &root.strong, json!({ "disabled": true })).await;
     assert_eq!(disabled.data(200)["disabled"], json!(true));
     app.get("/api/v1/auth/me", &access)
         .await
@@ -314,15 +302,9 @@ async fn an_admin_manages_an_account_and_its_owner_sees_it(backend: Backend) {
         .await
         .error(403, "ACCOUNT_DISABLED");
     // Enabled again: the password works again.
-    call(
-        &app,
-        Method::PATCH,
-        &path,
-        &root.strong,
-        Some(json!({ "disabled": false })),
-    )
-    .await
-    .data(200);
+    patch(&app, &path, &root.strong, json!({ "disabled": false }))
+        .await
+        .data(200);
     let access = token(&app, "ben@example.com").await;
 
     // Deleted: gone from the API, its token refused, its address free again.
@@ -367,37 +349,29 @@ async fn an_admin_cannot_lock_themselves_out(backend: Backend) {
     assert_eq!(still.data(200)["fullName"], json!("Root"));
     assert_eq!(still.data(200)["twoFactorEnabled"], json!(true));
     // What locks nobody out is allowed: another role, a new name.
-    let more = call(
+    let more = patch(
         &app,
-        Method::PATCH,
         &me,
         &root.strong,
-        Some(json!({ "roles": ["admin", "ops"], "fullName": "Rooted" })),
+        json!({ "roles": ["admin", "ops"], "fullName": "Rooted" }),
     )
     .await;
     assert_eq!(more.data(200)["roles"], json!(["admin", "ops"]));
 
     // Another admin may demote this one; the demoted admin is refused at once.
     let ada = admin(&app, "ada@example.com").await;
-    call(
-        &app,
-        Method::PATCH,
-        &me,
-        &ada.strong,
-        Some(json!({ "roles": ["ops"] })),
-    )
-    .await
-    .data(200);
+    patch(&app, &me, &ada.strong, json!({ "roles": ["ops"] }))
+        .await
+        .data(200);
     app.get("/api/v1/admin/users", &root.strong)
         .await
         .error(403, "FORBIDDEN");
     // And the demoted one, no admin now, cannot demote the other.
-    call(
+    patch(
         &app,
-        Method::PATCH,
         &user_path(ada.id),
         &root.strong,
-        Some(json!({ "roles": [] })),
+        json!({ "roles": [] }),
     )
     .await
     .error(403, "FORBIDDEN");
@@ -518,15 +492,9 @@ async fn reset_mails_invitations_and_a_second_factor_reset(backend: Backend) {
     assert_eq!(throttled.len(), 1);
     assert_eq!(throttled[0]["actorId"], json!(root.id.to_string()));
     // A disabled account gets no reset mail.
-    call(
-        &app,
-        Method::PATCH,
-        &path,
-        &root.strong,
-        Some(json!({ "disabled": true })),
-    )
-    .await
-    .data(200);
+    patch(&app, &path, &root.strong, json!({ "disabled": true }))
+        .await
+        .data(200);
     call(
         &app,
         Method::POST,
@@ -692,24 +660,12 @@ async fn the_audit_trail_names_the_admin_and_filters(backend: Backend) {
     let dan = app.create_user("dan@example.com", PASSWORD).await;
     let path = user_path(dan);
     let since = gatehouse::clock::rfc3339(app.clock().now_ms());
-    call(
-        &app,
-        Method::PATCH,
-        &path,
-        &root.strong,
-        Some(json!({ "disabled": true })),
-    )
-    .await
-    .data(200);
-    call(
-        &app,
-        Method::PATCH,
-        &path,
-        &root.strong,
-        Some(json!({ "disabled": false })),
-    )
-    .await
-    .data(200);
+    patch(&app, &path, &root.strong, json!({ "disabled": true }))
+        .await
+        .data(200);
+    patch(&app, &path, &root.strong, json!({ "disabled": false }))
+        .await
+        .data(200);
     app.get(&path, &root.strong).await.data(200);
     // The command line's act is recorded too, without an admin.
     assert!(
@@ -881,15 +837,9 @@ async fn changes_reach_another_instance_within_two_seconds(backend: Backend) {
         Some("ops")
     );
 
-    call(
-        &a,
-        Method::PATCH,
-        &path,
-        &root.strong,
-        Some(json!({ "roles": [] })),
-    )
-    .await
-    .data(200);
+    patch(&a, &path, &root.strong, json!({ "roles": [] }))
+        .await
+        .data(200);
     let took = within(REVOCATION_DELAY, || async {
         ask(&b, FORWARD_AUTH, Some(&access), &[])
             .await
@@ -899,26 +849,14 @@ async fn changes_reach_another_instance_within_two_seconds(backend: Backend) {
     .await;
     eprintln!("a removed role reached the other instance after {took:?}");
 
-    call(
-        &a,
-        Method::PATCH,
-        &path,
-        &root.strong,
-        Some(json!({ "disabled": true })),
-    )
-    .await
-    .data(200);
+    patch(&a, &path, &root.strong, json!({ "disabled": true }))
+        .await
+        .data(200);
     let took = b.refused_within(&access, REVOCATION_DELAY).await;
     eprintln!("a disabled account's token was refused by the other instance after {took:?}");
-    call(
-        &a,
-        Method::PATCH,
-        &path,
-        &root.strong,
-        Some(json!({ "disabled": false })),
-    )
-    .await
-    .data(200);
+    patch(&a, &path, &root.strong, json!({ "disabled": false }))
+        .await
+        .data(200);
 
     // A reset second factor ends the sessions everywhere.
     let weak = token(&b, "ivy@example.com").await;
@@ -944,15 +882,9 @@ async fn changes_reach_another_instance_within_two_seconds(backend: Backend) {
     // An admin demoted on A is refused by B's gate within the delay.
     let ada = admin(&a, "ada@example.com").await;
     b.get("/api/v1/admin/users", &root.strong).await.data(200);
-    call(
-        &a,
-        Method::PATCH,
-        &user_path(root.id),
-        &ada.strong,
-        Some(json!({ "roles": [] })),
-    )
-    .await
-    .data(200);
+    patch(&a, &user_path(root.id), &ada.strong, json!({ "roles": [] }))
+        .await
+        .data(200);
     let took = within(REVOCATION_DELAY, || async {
         b.get("/api/v1/admin/users", &root.strong).await.status == 403
     })
