@@ -9,7 +9,6 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
-use crate::auth::crypto::Secrets;
 use crate::auth::directory::Directory;
 use crate::auth::live::LiveSessions;
 use crate::auth::password::PasswordHasher;
@@ -18,6 +17,7 @@ use crate::auth::{AuthParts, AuthService, AuthSettings, LinkSettings};
 use crate::clock::Clock;
 use crate::config::{MasterKey, Settings};
 use crate::crm::Contacts;
+use crate::crypto::Secrets;
 use crate::mail::templates::Templates;
 use crate::mail::transport::Transport;
 use crate::mail::{LinkLifetimes, Mailer, MailerParts};

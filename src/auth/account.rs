@@ -5,11 +5,11 @@ use uuid::Uuid;
 
 use super::AuthService;
 use super::audit::{Actor, AuditEvent, Origin};
-use super::model::{Account, ClientInfo, EndReason, Principal, User};
 use super::password::check_policy;
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result};
 use crate::mail::Notice;
+use crate::model::{Account, ClientInfo, EndReason, Principal, User};
 use crate::store::users::NewUser;
 
 impl AuthService {

@@ -3,8 +3,8 @@
 
 use uuid::Uuid;
 
-use super::model::{ClientInfo, Factor, LogoutScope};
 use crate::clock::Clock;
+use crate::model::{ClientInfo, Factor, LogoutScope};
 use crate::store::Store;
 use crate::store::audit::NewEvent;
 

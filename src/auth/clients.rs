@@ -11,9 +11,9 @@ use uuid::Uuid;
 
 use super::AuthService;
 use super::audit::AuditEvent;
-use super::crypto::random_token;
-use super::model::ApiClient;
+use crate::crypto::random_token;
 use crate::error::{Error, Result};
+use crate::model::ApiClient;
 
 /// Longest client name kept (it is only shown in `clients list`).
 const NAME_MAX: usize = 200;

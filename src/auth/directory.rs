@@ -14,9 +14,9 @@ use std::sync::{Arc, Mutex, RwLock};
 use uuid::Uuid;
 
 use super::live::{lock, read, write};
-use super::model::User;
 use crate::clock::Clock;
 use crate::error::Result;
+use crate::model::User;
 use crate::store::Store;
 
 /// Changes read again on every poll: late commits, clocks of other instances slightly behind.

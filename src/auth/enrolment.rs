@@ -5,10 +5,10 @@ use secrecy::SecretString;
 
 use super::AuthService;
 use super::audit::{Actor, AuditEvent};
-use super::model::{ClientInfo, Principal, TwoFactorSetup, User};
 use super::totp;
 use crate::error::{Error, Result};
 use crate::mail::Notice;
+use crate::model::{ClientInfo, Principal, TwoFactorSetup, User};
 
 impl AuthService {
     /// Makes a new TOTP secret, pending until `enable_two_factor` confirms a code from it. A

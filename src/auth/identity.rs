@@ -4,9 +4,9 @@
 //! costs no database round trip, and both see a revocation or a role change within the §2 delay.
 
 use super::AuthService;
-use super::model::{Identity, is_multi_factor};
 use super::tokens::AccessClaims;
 use crate::error::{Error, Result};
+use crate::model::{Identity, is_multi_factor};
 
 /// A live access token's claims with the account as it is now (RFC 7662's answer).
 #[derive(Debug)]

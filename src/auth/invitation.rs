@@ -5,15 +5,15 @@ use secrecy::{ExposeSecret, SecretString};
 
 use super::admin::Operator;
 use super::audit::AuditEvent;
-use super::crypto::random_token;
-use super::model::{ClientInfo, TokenSet, User};
 use super::notices::{link_token_hash, new_link_token};
 use super::password::check_policy;
 use super::verification::{new_user_row, unverified_user};
 use super::{AMR_PASSWORD, AuthService};
+use crate::crypto::random_token;
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result};
 use crate::mail::Letter;
+use crate::model::{ClientInfo, TokenSet, User};
 use crate::store::mail_tokens::NewMailToken;
 
 impl AuthService {

@@ -5,8 +5,8 @@ use uuid::Uuid;
 
 use super::AuthService;
 use super::audit::{Actor, AuditEvent};
-use super::model::{ClientInfo, EndReason, Principal};
 use crate::error::{Error, Result};
+use crate::model::{ClientInfo, EndReason, Principal};
 
 impl AuthService {
     /// `DELETE /auth/me`: the account, its sessions (on every instance within the revocation

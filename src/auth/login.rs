@@ -3,12 +3,12 @@
 use secrecy::{ExposeSecret, SecretString};
 
 use super::audit::{AuditEvent, LoginFailure};
-use super::crypto::{random_token, sha256};
-use super::model::{ClientInfo, Factor, LoginOutcome, TokenSet, User};
 use super::password::Verdict;
 use super::{AMR_OTP, AMR_PASSWORD, AuthService};
+use crate::crypto::{random_token, sha256};
 use crate::error::{Error, Result};
 use crate::metrics::{LoginOutcome as LoginMetric, TwoFactorOutcome};
+use crate::model::{ClientInfo, Factor, LoginOutcome, TokenSet, User};
 
 /// Wrong codes a two-factor challenge tolerates (docs/api.md §2).
 pub const MAX_CHALLENGE_ATTEMPTS: i64 = 5;

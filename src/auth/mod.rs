@@ -17,10 +17,8 @@ use crate::store::Store;
 use crate::store::sessions::NewSession;
 
 pub mod audit;
-pub mod crypto;
 pub mod directory;
 pub mod live;
-pub mod model;
 pub mod passkeys;
 pub mod password;
 pub mod throttle;
@@ -42,16 +40,16 @@ mod second_factor;
 mod sessions;
 mod verification;
 
+use crate::crypto::Secrets;
+use crate::model::{ClientInfo, EndReason, Principal, RefreshRecord, TokenSet, User, UserSummary};
 use audit::{AuditEvent, Auditor};
-use crypto::Secrets;
 use directory::Directory;
 use live::LiveSessions;
-use model::{ClientInfo, EndReason, Principal, RefreshRecord, TokenSet, User, UserSummary};
 use password::{PasswordHasher, Verdict};
 use throttle::Throttle;
 use tokens::Tokens;
 
-pub use model::{LoginOutcome, LogoutScope};
+pub use crate::model::{LoginOutcome, LogoutScope};
 
 /// Authentication methods (RFC 8176) recorded in a session's `amr`.
 const AMR_PASSWORD: &str = "pwd";

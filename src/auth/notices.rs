@@ -3,10 +3,11 @@
 //! to queue it is logged, never answered: the change has happened.
 
 use super::AuthService;
-use super::crypto::{b64url_decode, random_token, sha256};
-use super::model::User;
+use crate::crypto::{b64url_decode, random_token, sha256};
 use crate::error::{Error, Result};
-use crate::mail::{Letter, Notice, OutboxMail};
+use crate::mail::{Letter, Notice};
+use crate::model::User;
+use crate::model::mail::OutboxMail;
 use crate::store::mail_tokens::MailTokenRecord;
 
 /// The length of a mailed token: 32 random bytes in base64url.

@@ -15,7 +15,6 @@ use tokio::sync::Semaphore;
 
 use super::AuthService;
 use super::audit::{Actor, AuditEvent, Auditor};
-use super::model::{ClientInfo, EndReason, User};
 use super::notices::{link_token_hash, new_link_token};
 use super::password::check_policy;
 use super::throttle::{Gcra, address_key};
@@ -23,6 +22,7 @@ use crate::clock::Clock;
 use crate::domain::Email;
 use crate::error::{Error, Result};
 use crate::mail::{Letter, Mailer, Notice};
+use crate::model::{ClientInfo, EndReason, User};
 use crate::store::Store;
 use crate::store::mail_tokens::NewMailToken;
 

@@ -11,10 +11,10 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::audit::AuditEvent;
-use super::model::{ClientInfo, Factor, User};
 use super::{AuthService, totp};
 use crate::error::{Error, Result};
 use crate::mail::Notice;
+use crate::model::{ClientInfo, Factor, User};
 
 /// Wrong codes in a row that cost nothing but the attempt.
 const FREE_FAILURES: i64 = 4;

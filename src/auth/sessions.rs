@@ -5,12 +5,12 @@ use uuid::Uuid;
 
 use super::AuthService;
 use super::audit::AuditEvent;
-use super::model::{
-    ClientInfo, EndReason, LogoutScope, Principal, RefreshRecord, Session, SessionInfo, TokenSet,
-};
 use super::tokens::RefreshClaims;
 use crate::error::{Error, Result};
 use crate::metrics::RefreshOutcome;
+use crate::model::{
+    ClientInfo, EndReason, LogoutScope, Principal, RefreshRecord, Session, SessionInfo, TokenSet,
+};
 
 impl AuthService {
     /// The caller of a bearer call: a valid access token whose session is not revoked. No database

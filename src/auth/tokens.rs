@@ -13,10 +13,10 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::crypto::{Secrets, b64url, sha256};
-use super::model::is_multi_factor;
 use crate::clock::Clock;
+use crate::crypto::{Secrets, b64url, sha256};
 use crate::error::{Error, Result};
+use crate::model::is_multi_factor;
 use crate::store::Store;
 use crate::store::keys::KeyRow;
 

@@ -7,11 +7,11 @@ use uuid::Uuid;
 
 use super::AuthService;
 use super::audit::{AuditEvent, Origin};
-use super::model::{ClientInfo, Principal, User};
 use super::notices::{link_token_hash, new_link_token};
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result};
 use crate::mail::{Letter, Notice};
+use crate::model::{ClientInfo, Principal, User};
 use crate::store::mail_tokens::{NewMailToken, Verified};
 use crate::store::users::NewUser;
 

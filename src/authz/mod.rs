@@ -9,7 +9,7 @@ pub mod rules;
 use path::NormalPath;
 use rules::{AccessRules, Policy, Target, normal_host};
 
-use crate::auth::model::Identity;
+use crate::model::Identity;
 
 /// What the proxy's headers said of the original request.
 #[derive(Debug, Clone)]

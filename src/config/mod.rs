@@ -15,10 +15,11 @@ mod return_urls;
 mod values;
 mod webauthn;
 
+pub use crate::crypto::MasterKey;
 pub use args::SettingsArgs;
 pub use mail::{MailDelivery, MailSettings};
 pub use return_urls::ReturnUrls;
-pub use values::{DatabaseUrl, LogFormat, MasterKey, SettingsError, redact_url, sqlite_path};
+pub use values::{DatabaseUrl, LogFormat, SettingsError, redact_url, sqlite_path};
 use values::{
     Setting, parse_addr, parse_choice, parse_cidrs, parse_count, parse_duration, read_file,
 };

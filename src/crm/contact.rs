@@ -1,28 +1,12 @@
 //! A contact: the entity, the fields a client sends, and the rules they must pass.
 
-use uuid::Uuid;
-
 use crate::domain::{Email, FullName};
 use crate::error::{Result, Validator};
-use crate::store::contacts::ContactFields;
+use crate::model::contacts::{Contact, ContactFields};
 
 pub const PHONE_MAX: usize = 50;
 pub const COMPANY_MAX: usize = 200;
 pub const NOTES_MAX: usize = 10_000;
-
-#[derive(Debug, Clone)]
-pub struct Contact {
-    pub id: Uuid,
-    pub full_name: String,
-    pub email: Option<String>,
-    pub phone: Option<String>,
-    pub company: Option<String>,
-    pub notes: Option<String>,
-    pub created_at: i64,
-    pub updated_at: i64,
-    /// Bumped by every change: the base a partial update was merged over.
-    pub version: i64,
-}
 
 /// A field of a partial update: left out, cleared with `null`, or set.
 #[derive(Debug, Clone, Default)]

@@ -5,14 +5,15 @@ use std::sync::Arc;
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-use crate::auth::crypto::{Secrets, b64url, b64url_decode};
 use crate::clock::Clock;
+use crate::crypto::{Secrets, b64url, b64url_decode};
 use crate::error::{Error, Result, Validator};
 use crate::store::Store;
 
 mod contact;
 
-pub use contact::{COMPANY_MAX, Contact, ContactInput, NOTES_MAX, PHONE_MAX, Patch};
+pub use crate::model::contacts::Contact;
+pub use contact::{COMPANY_MAX, ContactInput, NOTES_MAX, PHONE_MAX, Patch};
 
 pub const DEFAULT_LIMIT: u32 = 50;
 pub const MAX_LIMIT: u32 = 100;

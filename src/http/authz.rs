@@ -19,10 +19,10 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::extract::bearer_token;
-use crate::auth::model::Identity;
 use crate::authz::Described;
 use crate::authz::rules::Policy;
 use crate::error::Error;
+use crate::model::Identity;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

@@ -13,8 +13,8 @@ use ipnet::IpNet;
 use serde::de::DeserializeOwned;
 
 use super::{AppState, BODY_LIMIT};
-use crate::auth::model::{ClientInfo, Principal};
 use crate::error::{Error, FieldErrors};
+use crate::model::{ClientInfo, Principal};
 
 /// A JSON body. Wrong content type → 415, too large → 413, bad JSON → 400 naming the reason,
 /// missing or mistyped field → 400 naming the field.

@@ -7,11 +7,12 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::Mailer;
 use super::transport::{Delivered, Transport};
-use super::{Mailer, PendingMail};
 use crate::clock::Clock;
 use crate::error::Result;
 use crate::metrics::Metrics;
+use crate::model::mail::PendingMail;
 use crate::store::Store;
 
 /// How often the outbox is read for mails queued by other instances, or due again.

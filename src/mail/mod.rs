@@ -10,9 +10,10 @@ use lettre::message::{Mailbox, MultiPart};
 use tokio::sync::Notify;
 use uuid::Uuid;
 
-use crate::auth::crypto::Secrets;
+use crate::crypto::Secrets;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
+use crate::model::mail::{OutboxMail, PendingMail};
 
 pub mod delivery;
 pub mod templates;
@@ -136,28 +137,6 @@ impl Letter<'_> {
             Letter::Notice(_) => "notice",
         }
     }
-}
-
-/// A mail rendered and sealed, as the outbox keeps it until it is delivered.
-#[derive(Debug, Clone)]
-pub struct OutboxMail {
-    pub id: Uuid,
-    pub recipient: String,
-    /// The RFC 5322 message, sealed (`Mailer::open`).
-    pub message: Vec<u8>,
-    pub kind: &'static str,
-    pub created_at: i64,
-}
-
-/// A mail taken from the outbox by a worker.
-#[derive(Debug, Clone)]
-pub struct PendingMail {
-    pub id: Uuid,
-    pub recipient: String,
-    pub message: Vec<u8>,
-    pub kind: String,
-    /// Attempts so far, this one included.
-    pub attempts: i64,
 }
 
 /// Token lifetimes, for the links' wording.

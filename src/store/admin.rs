@@ -4,8 +4,8 @@ use uuid::Uuid;
 
 use super::users::UserRow;
 use super::{Store, on_pool};
-use crate::auth::model::{ManagedUser, User};
 use crate::error::Result;
+use crate::model::{ManagedUser, User};
 
 #[derive(sqlx::FromRow)]
 struct ManagedRow {

@@ -3,8 +3,8 @@
 use uuid::Uuid;
 
 use super::{Store, on_pool, on_write_pool};
-use crate::auth::model::ApiClient;
 use crate::error::Result;
+use crate::model::ApiClient;
 
 #[derive(sqlx::FromRow)]
 struct ClientRow {

@@ -3,8 +3,8 @@
 use uuid::Uuid;
 
 use super::{Store, on_pool, on_write_pool};
-use crate::crm::Contact;
 use crate::error::Result;
+use crate::model::contacts::{Contact, ContactFields};
 
 #[derive(sqlx::FromRow)]
 struct ContactRow {
@@ -68,16 +68,6 @@ pub(super) const LIST_CONTACTS_SEARCH_AFTER: &str = concat!(
     " FROM contacts WHERE owner_id = $1 AND id < $2 AND search_text LIKE $3 ESCAPE '\\' \
      ORDER BY id DESC LIMIT $4"
 );
-
-/// The fields a user sets, plus what is derived from them.
-pub struct ContactFields<'a> {
-    pub full_name: &'a str,
-    pub email: Option<&'a str>,
-    pub phone: Option<&'a str>,
-    pub company: Option<&'a str>,
-    pub notes: Option<&'a str>,
-    pub search_text: &'a str,
-}
 
 impl Store {
     pub async fn insert_contact(

@@ -10,7 +10,7 @@ use super::sessions::{end_logins, revoke_all};
 use super::users::NewUser;
 use super::{Store, is_unique_violation, on_pool, on_write_pool};
 use crate::error::{Error, Result};
-use crate::mail::OutboxMail;
+use crate::model::mail::OutboxMail;
 
 /// A token about to be mailed: only its hash is kept.
 pub struct NewMailToken<'a> {

@@ -5,12 +5,12 @@ use uuid::Uuid;
 
 use super::{Backend, Store, on_pool, on_write_pool};
 use crate::error::Result;
-use crate::mail::{OutboxMail, PendingMail};
+use crate::model::mail::{OutboxMail, PendingMail};
 
 /// Queues `$mail` (an `&OutboxMail`) inside the open transaction `$tx`, due at once.
 macro_rules! queue_mail {
     ($tx:ident, $mail:expr) => {{
-        let mail: &$crate::mail::OutboxMail = $mail;
+        let mail: &$crate::model::mail::OutboxMail = $mail;
         sqlx::query(
             "INSERT INTO mail_outbox (id, recipient, message, kind, created_at, next_attempt_at) \
              VALUES ($1, $2, $3, $4, $5, $5)",

@@ -4,8 +4,8 @@
 use uuid::Uuid;
 
 use super::{Store, is_unique_violation, on_pool, on_write_pool};
-use crate::auth::passkeys::model::{Ceremony, CeremonyKind, PasskeyUse, StoredPasskey};
 use crate::error::{Error, Result};
+use crate::model::passkeys::{Ceremony, CeremonyKind, PasskeyUse, StoredPasskey};
 
 #[derive(sqlx::FromRow)]
 struct PasskeyRow {

@@ -3,8 +3,8 @@
 use uuid::Uuid;
 
 use super::{Backend, Store, on_pool, on_write_pool};
-use crate::auth::model::{RefreshRecord, Session};
 use crate::error::Result;
+use crate::model::{RefreshRecord, Session};
 
 #[derive(sqlx::FromRow)]
 struct SessionRow {

@@ -3,8 +3,8 @@
 use uuid::Uuid;
 
 use super::{Store, is_unique_violation, on_pool, on_write_pool};
-use crate::auth::model::User;
 use crate::error::Result;
+use crate::model::User;
 
 #[derive(sqlx::FromRow)]
 pub(super) struct UserRow {

@@ -9,12 +9,12 @@ use uuid::Uuid;
 use super::{ADMIN_ROLE, Operator};
 use crate::auth::AuthService;
 use crate::auth::audit::{AuditEvent, Origin};
-use crate::auth::model::{EndReason, ManagedUser, SessionInfo, User};
 use crate::auth::password::check_policy;
 use crate::auth::tokens::new_key;
 use crate::domain::{Email, FullName, Role};
 use crate::error::{Error, Result};
 use crate::mail::Notice;
+use crate::model::{EndReason, ManagedUser, SessionInfo, User};
 
 /// What `PATCH /admin/users/{id}` changes; `None`: left as it is.
 #[derive(Debug, Default)]

@@ -9,9 +9,9 @@ use uuid::Uuid;
 use super::Operator;
 use crate::auth::AuthService;
 use crate::auth::audit::{AdminRead, AuditEvent};
-use crate::auth::crypto::{b64url, b64url_decode};
-use crate::auth::model::{ManagedUser, Page};
+use crate::crypto::{b64url, b64url_decode};
 use crate::error::{Error, Result, Validator};
+use crate::model::{ManagedUser, Page};
 use crate::store::audit::{EventQuery, EventRow};
 
 /// Longest search text.

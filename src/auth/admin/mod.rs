@@ -7,8 +7,8 @@ use uuid::Uuid;
 
 use super::AuthService;
 use super::audit::{Actor, AuditEvent};
-use super::model::{ClientInfo, Principal};
 use crate::error::{Error, Result};
+use crate::model::{ClientInfo, Principal};
 
 pub mod actions;
 mod listing;

@@ -19,15 +19,15 @@ use webauthn_rs::prelude::{
     WebauthnError,
 };
 
-use super::model::{CeremonyKind, PasskeyUse, StoredPasskey};
 use super::{AssertionResponse, CeremonyStarted, passkey_of, state_of};
 use crate::auth::audit::{AuditEvent, LoginFailure};
-use crate::auth::crypto::{b64url, sha256};
 use crate::auth::login::MAX_CHALLENGE_ATTEMPTS;
-use crate::auth::model::{ClientInfo, TokenSet, User};
 use crate::auth::{AMR_PASSWORD, AuthService};
+use crate::crypto::{b64url, sha256};
 use crate::domain::Email;
 use crate::error::{Error, Result};
+use crate::model::passkeys::{CeremonyKind, PasskeyUse, StoredPasskey};
+use crate::model::{ClientInfo, TokenSet, User};
 
 /// RFC 8176: proof of possession of a hardware-secured key, and a user test (the passkey's user
 /// verification).

@@ -15,17 +15,16 @@ use webauthn_rs::prelude::{CredentialID, Passkey, PasskeyRegistration, Webauthn}
 
 use super::AuthService;
 use super::audit::AuditEvent;
-use super::model::{ClientInfo, Principal};
 use crate::error::{Error, Result};
 use crate::mail::Notice;
+use crate::model::{ClientInfo, Principal};
 
 mod credential;
 mod login;
-pub mod model;
 
+use crate::model::passkeys::{Ceremony, CeremonyKind, StoredPasskey};
 pub use credential::{AssertionResponse, RegistrationResponse};
 pub use login::SignInWith;
-use model::{Ceremony, CeremonyKind, StoredPasskey};
 
 /// How long a ceremony may take from start to finish; also the `timeout` the browser is given.
 pub const CEREMONY_TTL: Duration = Duration::from_secs(300);

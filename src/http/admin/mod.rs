@@ -10,8 +10,8 @@ use utoipa_axum::router::OpenApiRouter;
 use super::AppState;
 use super::extract::{Client, bearer_token};
 use crate::auth::admin::Operator;
-use crate::auth::model::{ClientInfo, Principal};
 use crate::error::{Error, Result, Validator};
+use crate::model::{ClientInfo, Principal};
 
 mod audit;
 mod users;

@@ -12,7 +12,6 @@ use super::views::UserView;
 use super::{Admin, limit};
 use crate::auth::admin::UserFilter;
 use crate::auth::admin::actions::UserChanges;
-use crate::auth::model::ManagedUser;
 use crate::domain::{Email, FullName, Role};
 use crate::error::{Error, FieldErrors, Result, Validator};
 use crate::http::auth::views::{Deleted, Done, SessionView};
@@ -20,6 +19,7 @@ use crate::http::docs::{bearer_errors, body_errors, error_responses, server_erro
 use crate::http::extract::{AppJson, PathId};
 use crate::http::fields;
 use crate::http::{Answer, AppState, Envelope, ok};
+use crate::model::ManagedUser;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

@@ -4,8 +4,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::auth::model::ManagedUser;
 use crate::clock::rfc3339;
+use crate::model::ManagedUser;
 use crate::store::audit::EventRow;
 
 /// An account as admins see it.

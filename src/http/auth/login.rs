@@ -9,13 +9,13 @@ use utoipa::ToSchema;
 use super::non_empty;
 use super::views::{TokenSetView, UserView};
 use crate::auth::LoginOutcome;
-use crate::auth::model::UserSummary;
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result, Validator};
 use crate::http::docs::{body_errors, error_responses, server_errors, throttle_errors};
 use crate::http::extract::{AppJson, Client};
 use crate::http::fields;
 use crate::http::{Answer, AppState, Envelope, ok};
+use crate::model::UserSummary;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 

@@ -5,8 +5,8 @@ use serde::Serialize;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::auth::model::{Account, SessionInfo, TokenSet, TwoFactorSetup, UserSummary};
 use crate::clock::rfc3339;
+use crate::model::{Account, SessionInfo, TokenSet, TwoFactorSetup, UserSummary};
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -8,7 +8,9 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::config::MasterKey;
+mod master_key;
+
+pub use master_key::MasterKey;
 
 /// Sub-keys of the master key, one per purpose (HKDF-SHA256), so no key is used for two things.
 pub struct Secrets {

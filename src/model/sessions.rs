@@ -1,61 +1,10 @@
-//! The entities and results of the authentication flows, as plain data: the store fills them, the
-//! flows decide with them, and `http` turns the results into answers.
+//! Sessions and what they hand out: logins, refresh records, token sets, and who holds a token.
 
 use std::net::IpAddr;
 
 use uuid::Uuid;
 
-/// An account.
-#[derive(Debug, Clone)]
-pub struct User {
-    pub id: Uuid,
-    /// As the user gave it (trimmed).
-    pub email: String,
-    /// Lower-cased: the login key.
-    pub email_normalized: String,
-    pub full_name: String,
-    /// Argon2id PHC string.
-    pub password_hash: String,
-    pub disabled: bool,
-    /// Sealed TOTP secret of enabled 2FA.
-    pub totp_secret: Option<Vec<u8>>,
-    /// Sealed secret handed out by setup and not yet confirmed.
-    pub totp_pending: Option<Vec<u8>>,
-    /// Moves on every change that must void logins in flight (password changed or set, account
-    /// disabled): a session is opened only if it is still the value read when the check began.
-    pub auth_epoch: i64,
-    /// Until when the next second-factor code must wait, after wrong codes in a row (ms).
-    pub second_factor_blocked_until: Option<i64>,
-    /// Role names (docs/api.md §6), sorted.
-    pub roles: Vec<String>,
-    pub created_at: i64,
-    /// Whether the address is known to reach the owner (a mailed link came back, or an operator
-    /// made the account).
-    pub email_verified: bool,
-    /// When the account last signed in (ms); `None`: never.
-    pub last_login_at: Option<i64>,
-}
-
-impl User {
-    pub fn two_factor_enabled(&self) -> bool {
-        self.totp_secret.is_some()
-    }
-}
-
-/// An account as the administration API shows it.
-#[derive(Debug, Clone)]
-pub struct ManagedUser {
-    pub user: User,
-    /// How many passkeys it has.
-    pub passkeys: i64,
-}
-
-/// A page of a list, and where the next one starts (`None`: this was the last).
-#[derive(Debug, Clone)]
-pub struct Page<T> {
-    pub items: Vec<T>,
-    pub next_cursor: Option<String>,
-}
+use super::users::UserSummary;
 
 /// A login and everything issued for it.
 #[derive(Debug, Clone)]
@@ -120,24 +69,6 @@ pub struct Principal {
     pub session_id: Uuid,
 }
 
-/// The public face of an account, as it appears in a token set.
-#[derive(Debug, Clone)]
-pub struct UserSummary {
-    pub id: Uuid,
-    pub email: String,
-    pub full_name: String,
-}
-
-impl From<&User> for UserSummary {
-    fn from(u: &User) -> Self {
-        UserSummary {
-            id: u.id,
-            email: u.email.clone(),
-            full_name: u.full_name.clone(),
-        }
-    }
-}
-
 /// What a completed login or a refresh hands out.
 #[derive(Debug, Clone)]
 pub struct TokenSet {
@@ -161,27 +92,6 @@ pub enum LoginOutcome {
 pub enum Factor {
     Totp,
     RecoveryCode,
-}
-
-/// The caller's account as they see it.
-#[derive(Debug, Clone)]
-pub struct Account {
-    pub id: Uuid,
-    pub email: String,
-    pub full_name: String,
-    pub two_factor_enabled: bool,
-    pub recovery_codes_remaining: i64,
-    pub roles: Vec<String>,
-    pub created_at: i64,
-    pub email_verified: bool,
-}
-
-/// A pending TOTP secret, in the forms an authenticator app takes.
-#[derive(Debug, Clone)]
-pub struct TwoFactorSetup {
-    pub secret_base32: String,
-    pub otpauth_uri: String,
-    pub qr_code_svg: String,
 }
 
 /// A session as its user sees it in the session list.
@@ -245,14 +155,4 @@ impl EndReason {
             EndReason::EndedByAdmin => "ended_by_admin",
         }
     }
-}
-
-/// A service registered to introspect tokens (`gatehouse clients add`).
-#[derive(Debug, Clone)]
-pub struct ApiClient {
-    pub id: Uuid,
-    pub name: String,
-    /// Keyed hash of the secret (`Secrets::client_secret_hash`); the secret itself is shown once.
-    pub secret_hash: Vec<u8>,
-    pub created_at: i64,
 }

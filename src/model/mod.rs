@@ -1,0 +1,24 @@
+//! The data the service keeps and decides with, as plain types: the store reads and writes them, the
+//! flows (`auth`, `crm`, `mail`) decide with them, and `http` turns them into answers. A leaf: it
+//! depends on nothing of the crate, so every floor above can share it.
+
+pub mod clients;
+pub mod contacts;
+pub mod mail;
+pub mod passkeys;
+pub mod sessions;
+pub mod users;
+
+pub use clients::ApiClient;
+pub use sessions::{
+    ClientInfo, EndReason, Factor, Identity, LoginOutcome, LogoutScope, Principal, RefreshRecord,
+    Session, SessionInfo, TokenSet, is_multi_factor,
+};
+pub use users::{Account, ManagedUser, TwoFactorSetup, User, UserSummary};
+
+/// A page of a list, and where the next one starts (`None`: this was the last).
+#[derive(Debug, Clone)]
+pub struct Page<T> {
+    pub items: Vec<T>,
+    pub next_cursor: Option<String>,
+}
