@@ -208,7 +208,7 @@ fn spawn_background(services: &Arc<Services>) -> Vec<tokio::task::JoinHandle<()>
     let housekeeping = every(HOUSEKEEPING_INTERVAL, move || {
         let s = s.clone();
         async move {
-            match s.auth.housekeep().await {
+            match s.auth.housekeeping.housekeep().await {
                 Ok(purged) => tracing::debug!(?purged, "housekeeping done"),
                 Err(error) => tracing::warn!(error = %error, "housekeeping failed"),
             }
@@ -280,6 +280,7 @@ impl Handle {
         let user = self
             .0
             .auth
+            .admin
             .add_user(
                 Operator::Cli,
                 &email,
@@ -298,10 +299,11 @@ impl Handle {
             .iter()
             .map(|r| Role::parse(r).map_err(|reason| anyhow::anyhow!("the role {reason}")))
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let id = self.0.auth.find_user(&email).await?.id;
+        let id = self.0.auth.admin.find_user(&email).await?.id;
         Ok(self
             .0
             .auth
+            .admin
             .change_roles(Operator::Cli, id, &roles, &[])
             .await?)
     }
@@ -309,20 +311,20 @@ impl Handle {
     /// `gatehouse user disable`: how many sessions ended.
     pub async fn disable_user(&self, email: &str) -> anyhow::Result<u64> {
         let email = Email::parse(email).map_err(|r| anyhow::anyhow!("the e-mail {r}"))?;
-        let id = self.0.auth.find_user(&email).await?.id;
-        Ok(self.0.auth.disable_user(Operator::Cli, id).await?)
+        let id = self.0.auth.admin.find_user(&email).await?.id;
+        Ok(self.0.auth.admin.disable_user(Operator::Cli, id).await?)
     }
 
     /// `gatehouse user enable`.
     pub async fn enable_user(&self, email: &str) -> anyhow::Result<()> {
         let email = Email::parse(email).map_err(|r| anyhow::anyhow!("the e-mail {r}"))?;
-        let id = self.0.auth.find_user(&email).await?.id;
-        Ok(self.0.auth.enable_user(Operator::Cli, id).await?)
+        let id = self.0.auth.admin.find_user(&email).await?.id;
+        Ok(self.0.auth.admin.enable_user(Operator::Cli, id).await?)
     }
 
     /// One housekeeping pass now (by the service's clock), as the background task runs it.
     pub async fn housekeep(&self) -> anyhow::Result<Purged> {
-        Ok(self.0.auth.housekeep().await?)
+        Ok(self.0.auth.housekeeping.housekeep().await?)
     }
 
     /// The clock every part of the service reads.

@@ -208,7 +208,12 @@ async fn execute(command: Command, settings: Settings) -> anyhow::Result<()> {
         }
         Command::Housekeep => {
             let started = std::time::Instant::now();
-            let purged = services(&settings).await?.auth.housekeep().await?;
+            let purged = services(&settings)
+                .await?
+                .auth
+                .housekeeping
+                .housekeep()
+                .await?;
             println!(
                 "deleted {} sessions, {} refresh-token records, {} challenges, {} throttle keys, \
                  {} audit events in {:.1} s (longest batch {:.1} ms)",
@@ -249,7 +254,8 @@ fn explain(error: Error, email: &Email) -> anyhow::Error {
 /// The id of the account with this e-mail (the command names accounts by address; the actions
 /// take ids, as the administration API does).
 async fn account(auth: &AuthService, email: &Email) -> anyhow::Result<uuid::Uuid> {
-    auth.find_user(email)
+    auth.admin
+        .find_user(email)
         .await
         .map(|u| u.id)
         .map_err(|e| explain(e, email))
@@ -293,6 +299,7 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
                 FullName::parse(&name).map_err(|reason| anyhow::anyhow!("the name {reason}"))?;
             let password = password_from_stdin(password_stdin)?;
             let user = auth
+                .admin
                 .add_user(Operator::Cli, &email, &name, &[], Some(password))
                 .await
                 .map_err(|e| explain(e, &email))?;
@@ -335,6 +342,7 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
             let email = email(&raw)?;
             let id = account(auth, &email).await?;
             let n = auth
+                .admin
                 .disable_user(Operator::Cli, id)
                 .await
                 .map_err(|e| explain(e, &email))?;
@@ -343,7 +351,8 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
         UserCommand::Enable { email: raw } => {
             let email = email(&raw)?;
             let id = account(auth, &email).await?;
-            auth.enable_user(Operator::Cli, id)
+            auth.admin
+                .enable_user(Operator::Cli, id)
                 .await
                 .map_err(|e| explain(e, &email))?;
             eprintln!("gatehouse: enabled {email}");
@@ -356,6 +365,7 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
             let password = password_from_stdin(password_stdin)?;
             let id = account(auth, &email).await?;
             let n = auth
+                .admin
                 .set_password(Operator::Cli, id, password)
                 .await
                 .map_err(|e| explain(e, &email))?;
@@ -364,7 +374,8 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
         UserCommand::Reset2fa { email: raw } => {
             let email = email(&raw)?;
             let id = account(auth, &email).await?;
-            auth.reset_two_factor(Operator::Cli, id)
+            auth.admin
+                .reset_two_factor(Operator::Cli, id)
                 .await
                 .map_err(|e| explain(e, &email))?;
             eprintln!("gatehouse: two-factor authentication is off for {email}");
@@ -373,6 +384,7 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
             let email = email(&raw)?;
             let id = account(auth, &email).await?;
             let n = auth
+                .admin
                 .end_user_sessions(Operator::Cli, id)
                 .await
                 .map_err(|e| explain(e, &email))?;
@@ -381,7 +393,8 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
         UserCommand::SendReset { email: raw } => {
             let email = email(&raw)?;
             let id = account(auth, &email).await?;
-            auth.send_password_reset(Operator::Cli, id)
+            auth.admin
+                .send_password_reset(Operator::Cli, id)
                 .await
                 .map_err(|e| explain(e, &email))?;
             eprintln!("gatehouse: a reset link for {email} is in the outbox");
@@ -390,6 +403,7 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
             let email = email(&raw)?;
             let id = account(auth, &email).await?;
             let n = auth
+                .admin
                 .delete_user(Operator::Cli, id)
                 .await
                 .map_err(|e| explain(e, &email))?;
@@ -406,6 +420,7 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
             // Checked before anything is made, so a bad role leaves no half-made invitation.
             let roles = roles(&role)?;
             let user = auth
+                .admin
                 .add_user(Operator::Cli, &email, &name, &roles, None)
                 .await
                 .map_err(|e| explain(e, &email))?;
@@ -420,6 +435,7 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
             let (add, remove) = (roles(&add)?, roles(&remove)?);
             let id = account(auth, &email).await?;
             let roles = auth
+                .admin
                 .change_roles(Operator::Cli, id, &add, &remove)
                 .await
                 .map_err(|e| explain(e, &email))?;
@@ -439,7 +455,7 @@ async fn keys(command: KeysCommand, services: &Services) -> anyhow::Result<()> {
             }
         }
         KeysCommand::Rotate => {
-            let kid = services.auth.rotate_signing_key().await?;
+            let kid = services.auth.admin.rotate_signing_key().await?;
             println!("{kid}");
             eprintln!(
                 "gatehouse: {kid} is the signing key now; running instances switch to it within {} s",
@@ -447,7 +463,7 @@ async fn keys(command: KeysCommand, services: &Services) -> anyhow::Result<()> {
             );
         }
         KeysCommand::Revoke { kid } => {
-            match services.auth.revoke_signing_key(&kid).await {
+            match services.auth.admin.revoke_signing_key(&kid).await {
                 Ok(()) => {}
                 Err(Error::NotFound) => anyhow::bail!(
                     "there is no retired key {kid:?} to revoke (`gatehouse keys list` shows them; rotate first to retire the active key)"

@@ -1,9 +1,11 @@
 //! The caller's own account: what it is, its password, and self-registration.
 
+use crate::auth::{Addresses, Core};
+use std::sync::Arc;
+
 use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
-use super::AuthService;
 use super::audit::{Actor, AuditEvent, Origin};
 use super::password::check_policy;
 use crate::domain::{Email, FullName};
@@ -12,10 +14,18 @@ use crate::mail::Notice;
 use crate::model::{Account, ClientInfo, EndReason, Principal, User};
 use crate::store::users::NewUser;
 
-impl AuthService {
+/// An account as its owner keeps it: registration, profile, password, and leaving (`leaving`).
+#[derive(Clone)]
+pub struct Accounts {
+    pub(super) core: Arc<Core>,
+    /// Registration mails the verification link.
+    pub(super) addresses: Addresses,
+}
+
+impl Accounts {
     pub async fn account(&self, who: &Principal) -> Result<Account> {
-        let user = self.user(who).await?;
-        let remaining = self.store.recovery_codes_remaining(user.id).await?;
+        let user = self.core.user(who).await?;
+        let remaining = self.core.store.recovery_codes_remaining(user.id).await?;
         Ok(Account {
             id: user.id,
             two_factor_enabled: user.two_factor_enabled(),
@@ -39,8 +49,8 @@ impl AuthService {
         client: &ClientInfo,
     ) -> Result<u64> {
         check_policy(new.expose_secret())?;
-        let user = self.user(who).await?;
-        self.recheck_password(&user, current).await?;
+        let user = self.core.user(who).await?;
+        self.core.recheck_password(&user, current).await?;
         let ended = self
             .replace_password(&user, new, Some(who.session_id), EndReason::PasswordChanged)
             .await?;
@@ -48,9 +58,10 @@ impl AuthService {
             by: Actor::Owner,
             sessions_ended: ended,
         };
-        self.audit(event, Some(user.id), Some(who.session_id), Some(client))
+        self.core
+            .audit(event, Some(user.id), Some(who.session_id), Some(client))
             .await;
-        self.notify(&user, Notice::PasswordChanged).await;
+        self.core.notify(&user, Notice::PasswordChanged).await;
         Ok(ended)
     }
 
@@ -62,13 +73,14 @@ impl AuthService {
         keep: Option<Uuid>,
         reason: EndReason,
     ) -> Result<u64> {
-        let hash = self.hasher.hash(password).await?;
-        let now = self.clock.now_ms();
+        let hash = self.core.hasher.hash(password).await?;
+        let now = self.core.clock.now_ms();
         let ended = self
+            .core
             .store
             .change_password(user.id, &hash, keep, reason.as_str(), now)
             .await?;
-        self.ended(&ended, now, reason);
+        self.core.ended(&ended, now, reason);
         Ok(ended.len() as u64)
     }
 
@@ -82,13 +94,15 @@ impl AuthService {
         password: SecretString,
         client: &ClientInfo,
     ) -> Result<User> {
-        if !self.settings.registration_open {
+        if !self.core.settings.registration_open {
             return Err(Error::RegistrationClosed);
         }
-        self.throttle.registration_from(client.ip)?;
+        self.core.throttle.registration_from(client.ip)?;
         check_policy(password.expose_secret())?;
-        let hash = self.hasher.hash_for_registration(password).await?;
-        self.insert_registered(email, name, &hash, client).await
+        let hash = self.core.hasher.hash_for_registration(password).await?;
+        self.addresses
+            .insert_registered(email, name, &hash, client)
+            .await
     }
 
     /// Creates an account with a checked password (`user add`, registration).
@@ -101,7 +115,7 @@ impl AuthService {
         client: Option<&ClientInfo>,
     ) -> Result<User> {
         check_policy(password.expose_secret())?;
-        let hash = self.hasher.hash(password).await?;
+        let hash = self.core.hasher.hash(password).await?;
         self.insert_user(email, name, &hash, origin, client).await
     }
 
@@ -115,6 +129,7 @@ impl AuthService {
     ) -> Result<User> {
         let id = Uuid::now_v7();
         let inserted = self
+            .core
             .store
             .insert_user(&NewUser {
                 id,
@@ -122,7 +137,7 @@ impl AuthService {
                 email_normalized: &email.normalized(),
                 full_name: name.as_str(),
                 password_hash,
-                created_at: self.clock.now_ms(),
+                created_at: self.core.clock.now_ms(),
             })
             .await?;
         if !inserted {
@@ -130,10 +145,12 @@ impl AuthService {
         }
         // An admin's creation is recorded by the caller, which knows the admin (`actor_id`).
         if origin != Origin::Admin {
-            self.audit(AuditEvent::UserCreated(origin), Some(id), None, client)
+            self.core
+                .audit(AuditEvent::UserCreated(origin), Some(id), None, client)
                 .await;
         }
-        self.store
+        self.core
+            .store
             .user_by_id(id)
             .await?
             .ok_or_else(|| Error::internal(anyhow::anyhow!("user {id} vanished")))

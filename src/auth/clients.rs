@@ -4,12 +4,12 @@
 
 use std::collections::HashMap;
 use std::net::IpAddr;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use subtle::ConstantTimeEq as _;
 use uuid::Uuid;
 
-use super::AuthService;
+use super::Core;
 use super::audit::AuditEvent;
 use crate::crypto::random_token;
 use crate::error::{Error, Result};
@@ -29,7 +29,7 @@ const CLIENT_CACHE_CAPACITY: usize = 10_000;
 /// Registered clients recently read, by id, with the time they were read (ms). Unknown ids are
 /// never remembered, so guessing cannot fill the table.
 #[derive(Default)]
-pub struct KnownClients(Mutex<HashMap<Uuid, (ApiClient, i64)>>);
+struct KnownClients(Mutex<HashMap<Uuid, (ApiClient, i64)>>);
 
 impl KnownClients {
     fn get(&self, id: Uuid, now: i64) -> Option<ApiClient> {
@@ -53,7 +53,21 @@ impl KnownClients {
     }
 }
 
-impl AuthService {
+/// The registered clients, and those recently read.
+#[derive(Clone)]
+pub struct Clients {
+    pub(super) core: Arc<Core>,
+    known: Arc<KnownClients>,
+}
+
+impl Clients {
+    pub(super) fn new(core: Arc<Core>) -> Clients {
+        Clients {
+            core,
+            known: Arc::default(),
+        }
+    }
+
     /// Registers a client; returns it and its secret, which is not kept and cannot be shown again.
     pub async fn add_client(&self, name: &str) -> Result<(ApiClient, String)> {
         let name = name.trim();
@@ -70,29 +84,32 @@ impl AuthService {
             id,
             name: name.to_owned(),
             secret_hash: self
+                .core
                 .secrets
                 .client_secret_hash(id.as_bytes(), &secret)
                 .to_vec(),
-            created_at: self.clock.now_ms(),
+            created_at: self.core.clock.now_ms(),
         };
-        self.store.insert_client(&client).await?;
-        self.audit(AuditEvent::ClientAdded { client: id }, None, None, None)
+        self.core.store.insert_client(&client).await?;
+        self.core
+            .audit(AuditEvent::ClientAdded { client: id }, None, None, None)
             .await;
         Ok((client, secret))
     }
 
-    pub async fn clients(&self) -> Result<Vec<ApiClient>> {
-        self.store.clients().await
+    pub async fn list(&self) -> Result<Vec<ApiClient>> {
+        self.core.store.clients().await
     }
 
     /// `NotFound` if there is no such client. Its introspection calls are refused from now on here,
     /// and within `CLIENT_CACHE_MS` on other instances.
     pub async fn remove_client(&self, id: Uuid) -> Result<()> {
-        if !self.store.delete_client(id).await? {
+        if !self.core.store.delete_client(id).await? {
             return Err(Error::NotFound);
         }
-        self.known_clients.forget(id);
-        self.audit(AuditEvent::ClientRemoved { client: id }, None, None, None)
+        self.known.forget(id);
+        self.core
+            .audit(AuditEvent::ClientRemoved { client: id }, None, None, None)
             .await;
         Ok(())
     }
@@ -106,15 +123,15 @@ impl AuthService {
         secret: &str,
         ip: Option<IpAddr>,
     ) -> Result<Option<ApiClient>> {
-        self.throttle.client_check_from(ip)?;
-        let now = self.clock.now_ms();
+        self.core.throttle.client_check_from(ip)?;
+        let now = self.core.clock.now_ms();
         let client = match Uuid::parse_str(id) {
-            Ok(id) => match self.known_clients.get(id, now) {
+            Ok(id) => match self.known.get(id, now) {
                 Some(client) => Some(client),
                 None => {
-                    let read = self.store.client(id).await?;
+                    let read = self.core.store.client(id).await?;
                     if let Some(client) = &read {
-                        self.known_clients.put(client, now);
+                        self.known.put(client, now);
                     }
                     read
                 }
@@ -123,10 +140,10 @@ impl AuthService {
         };
         // The hash is computed whether or not the client exists, so timing tells nothing either.
         let id_bytes = client.as_ref().map_or([0; 16], |c| *c.id.as_bytes());
-        let presented = self.secrets.client_secret_hash(&id_bytes, secret);
+        let presented = self.core.secrets.client_secret_hash(&id_bytes, secret);
         let matched = client.filter(|c| bool::from(c.secret_hash.ct_eq(&presented[..])));
         if matched.is_none() {
-            self.throttle.client_failed_from(ip);
+            self.core.throttle.client_failed_from(ip);
         }
         Ok(matched)
     }

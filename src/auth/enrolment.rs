@@ -1,16 +1,24 @@
 //! Two-factor enrolment and its upkeep: setup (password re-checked), enable with a code, disable,
 //! and new recovery codes.
 
+use crate::auth::Core;
+use std::sync::Arc;
+
 use secrecy::SecretString;
 
-use super::AuthService;
 use super::audit::{Actor, AuditEvent};
 use super::totp;
 use crate::error::{Error, Result};
 use crate::mail::Notice;
 use crate::model::{ClientInfo, Principal, TwoFactorSetup, User};
 
-impl AuthService {
+/// Enrolment of an authenticator app: set-up, enable, disable, new recovery codes.
+#[derive(Clone)]
+pub struct TwoFactor {
+    pub(super) core: Arc<Core>,
+}
+
+impl TwoFactor {
     /// Makes a new TOTP secret, pending until `enable_two_factor` confirms a code from it. A
     /// second setup replaces the pending secret. The password is asked again: with a stolen access
     /// token alone, nobody can enrol their own authenticator and lock the owner out.
@@ -19,15 +27,16 @@ impl AuthService {
         who: &Principal,
         password: SecretString,
     ) -> Result<TwoFactorSetup> {
-        let user = self.user(who).await?;
+        let user = self.core.user(who).await?;
         if user.two_factor_enabled() {
             return Err(Error::TwoFactorAlreadyEnabled);
         }
-        self.recheck_password(&user, password).await?;
+        self.core.recheck_password(&user, password).await?;
         let secret = totp::generate_secret();
-        let sealed = self.secrets.seal(user.id.as_bytes(), &secret);
-        self.store
-            .set_totp_pending(user.id, &sealed, self.clock.now_ms())
+        let sealed = self.core.secrets.seal(user.id.as_bytes(), &secret);
+        self.core
+            .store
+            .set_totp_pending(user.id, &sealed, self.core.clock.now_ms())
             .await?;
         let secret_base32 = totp::base32(&secret);
         let otpauth_uri = totp::otpauth_uri(&secret_base32, &user.email);
@@ -48,7 +57,7 @@ impl AuthService {
         code: &str,
         client: &ClientInfo,
     ) -> Result<Vec<String>> {
-        let user = self.user(who).await?;
+        let user = self.core.user(who).await?;
         if user.two_factor_enabled() {
             return Err(Error::TwoFactorAlreadyEnabled);
         }
@@ -56,28 +65,36 @@ impl AuthService {
             .totp_pending
             .as_deref()
             .ok_or(Error::TwoFactorNotSetUp)?;
-        let secret = self.open_secret(user.id, pending)?;
-        let now = self.clock.now_seconds() as u64;
+        let secret = self.core.open_secret(user.id, pending)?;
+        let now = self.core.clock.now_seconds() as u64;
         let step =
             totp::matching_step(&secret, code.trim(), now).ok_or(Error::CodeRecheckFailed)?;
         let (codes, hashes) = self.recovery_codes(&user);
         // The accepted code's step is recorded as used, so it cannot also complete a login.
         let enabled = self
+            .core
             .store
-            .enable_totp(user.id, pending, step as i64, &hashes, self.clock.now_ms())
+            .enable_totp(
+                user.id,
+                pending,
+                step as i64,
+                &hashes,
+                self.core.clock.now_ms(),
+            )
             .await?;
         if !enabled {
             // Enabled or set up again by a concurrent request.
             return Err(Error::TwoFactorAlreadyEnabled);
         }
-        self.audit(
-            AuditEvent::TwoFactorEnabled,
-            Some(user.id),
-            Some(who.session_id),
-            Some(client),
-        )
-        .await;
-        self.notify(&user, Notice::TwoFactorEnabled).await;
+        self.core
+            .audit(
+                AuditEvent::TwoFactorEnabled,
+                Some(user.id),
+                Some(who.session_id),
+                Some(client),
+            )
+            .await;
+        self.core.notify(&user, Notice::TwoFactorEnabled).await;
         Ok(codes)
     }
 
@@ -89,21 +106,23 @@ impl AuthService {
         code: &str,
         client: &ClientInfo,
     ) -> Result<()> {
-        let user = self.user(who).await?;
+        let user = self.core.user(who).await?;
         let sealed = user
             .totp_secret
             .as_deref()
             .ok_or(Error::TwoFactorNotEnabled)?;
         // The password first: a wrong one must not use up the recovery code sent with it.
-        self.recheck_password(&user, password).await?;
-        self.recheck_code(&user, sealed, code, client).await?;
-        self.store
-            .disable_totp(user.id, self.clock.now_ms())
+        self.core.recheck_password(&user, password).await?;
+        self.core.recheck_code(&user, sealed, code, client).await?;
+        self.core
+            .store
+            .disable_totp(user.id, self.core.clock.now_ms())
             .await?;
         let event = AuditEvent::TwoFactorDisabled { by: Actor::Owner };
-        self.audit(event, Some(user.id), Some(who.session_id), Some(client))
+        self.core
+            .audit(event, Some(user.id), Some(who.session_id), Some(client))
             .await;
-        self.notify(&user, Notice::TwoFactorDisabled).await;
+        self.core.notify(&user, Notice::TwoFactorDisabled).await;
         Ok(())
     }
 
@@ -115,28 +134,32 @@ impl AuthService {
         code: &str,
         client: &ClientInfo,
     ) -> Result<Vec<String>> {
-        let user = self.user(who).await?;
+        let user = self.core.user(who).await?;
         let sealed = user
             .totp_secret
             .as_deref()
             .ok_or(Error::TwoFactorNotEnabled)?;
-        self.recheck_code(&user, sealed, code, client).await?;
+        self.core.recheck_code(&user, sealed, code, client).await?;
         let (codes, hashes) = self.recovery_codes(&user);
         let replaced = self
+            .core
             .store
-            .replace_recovery_codes(user.id, &hashes, self.clock.now_ms())
+            .replace_recovery_codes(user.id, &hashes, self.core.clock.now_ms())
             .await?;
         if !replaced {
             return Err(Error::TwoFactorNotEnabled);
         }
-        self.audit(
-            AuditEvent::RecoveryCodesRegenerated,
-            Some(user.id),
-            Some(who.session_id),
-            Some(client),
-        )
-        .await;
-        self.notify(&user, Notice::RecoveryCodesRegenerated).await;
+        self.core
+            .audit(
+                AuditEvent::RecoveryCodesRegenerated,
+                Some(user.id),
+                Some(who.session_id),
+                Some(client),
+            )
+            .await;
+        self.core
+            .notify(&user, Notice::RecoveryCodesRegenerated)
+            .await;
         Ok(codes)
     }
 
@@ -146,7 +169,7 @@ impl AuthService {
         let hashes = codes
             .iter()
             .filter_map(|c| totp::normalize_recovery_code(c))
-            .map(|c| self.secrets.recovery_code_hash(user.id.as_bytes(), &c))
+            .map(|c| self.core.secrets.recovery_code_hash(user.id.as_bytes(), &c))
             .collect();
         (codes, hashes)
     }

@@ -1,9 +1,11 @@
 //! Deleting what no request can need any more, every `HOUSEKEEPING_INTERVAL` on each instance
 //! (and on demand with `gatehouse housekeep`), in batches that never hold the database long.
 
+use crate::auth::Core;
+use std::sync::Arc;
+
 use std::time::Duration;
 
-use super::AuthService;
 use crate::error::Result;
 use crate::store::purge::{Purge, Purged};
 
@@ -23,17 +25,23 @@ const MAX_BATCH: i64 = 20_000;
 /// poll in SQLite's busy handler, whose first retries come within 33 ms.
 const BATCH_PAUSE: Duration = Duration::from_millis(20);
 
-impl AuthService {
+/// Purging what has lapsed, a batch at a time.
+#[derive(Clone)]
+pub struct Housekeeping {
+    pub(super) core: Arc<Core>,
+}
+
+impl Housekeeping {
     /// Sessions lapsed or revoked longer ago than any access token lives, refresh-token records
     /// consumed before the grace window (reuse of such a token is still detected: see
     /// `already_rotated`), expired challenges and passkey ceremonies, idle throttle state, audit events past retention.
     pub async fn housekeep(&self) -> Result<Purged> {
-        let now = self.clock.now_ms();
-        let ended_before = now - self.live.horizon_ms();
-        let grace = self.settings.reuse_grace.as_millis() as i64;
+        let now = self.core.clock.now_ms();
+        let ended_before = now - self.core.live.horizon_ms();
+        let grace = self.core.settings.reuse_grace.as_millis() as i64;
         let consumed_before = now - grace - CONSUMED_RECORD_MARGIN_MS;
-        let retention = self.settings.audit_retention.as_millis() as i64;
-        self.throttle.forget_idle(now);
+        let retention = self.core.settings.audit_retention.as_millis() as i64;
+        self.core.throttle.forget_idle(now);
         let mut p = Purged::default();
         let longest = &mut p.longest_batch;
         p.sessions = self
@@ -63,10 +71,10 @@ impl AuthService {
         let mut limit = FIRST_BATCH;
         let mut total = 0;
         loop {
-            let (deleted, took) = self.store.purge_batch(kind, before, limit).await?;
+            let (deleted, took) = self.core.store.purge_batch(kind, before, limit).await?;
             *longest = (*longest).max(took);
             // The batch's pages copied back now, by the purge, not by whoever writes next.
-            self.store.checkpoint().await?;
+            self.core.store.checkpoint().await?;
             total += deleted;
             if deleted < limit as u64 {
                 return Ok(total);

@@ -3,7 +3,9 @@
 //! (verified tokens, revocations, the directory of accounts), so a proxy asking on every request
 //! costs no database round trip, and both see a revocation or a role change within the §2 delay.
 
-use super::AuthService;
+use crate::auth::Core;
+use std::sync::Arc;
+
 use super::tokens::AccessClaims;
 use crate::error::{Error, Result};
 use crate::model::{Identity, is_multi_factor};
@@ -15,21 +17,28 @@ pub struct Introspection {
     pub identity: Identity,
 }
 
-impl AuthService {
+/// Who holds an access token, for the services Gatehouse guards (forward-auth, introspection).
+#[derive(Clone)]
+pub struct Guard {
+    pub(super) core: Arc<Core>,
+}
+
+impl Guard {
     /// The holder of a live access token; `TokenExpired` / `TokenInvalid` as for a bearer call,
     /// and `TokenInvalid` for an account that is gone or disabled.
     pub async fn identify(&self, access_token: &str) -> Result<Identity> {
-        let verified = self.tokens.verify_access_cached(access_token)?;
-        if self.live.is_revoked(verified.sid) {
+        let verified = self.core.tokens.verify_access_cached(access_token)?;
+        if self.core.live.is_revoked(verified.sid) {
             return Err(Error::TokenInvalid);
         }
         let profile = self
+            .core
             .directory
             .profile(verified.sub)
             .await?
             .filter(|p| !p.disabled)
             .ok_or(Error::TokenInvalid)?;
-        self.live.used(verified.sid);
+        self.core.live.used(verified.sid);
         Ok(Identity {
             user_id: verified.sub,
             session_id: verified.sid,
@@ -43,15 +52,16 @@ impl AuthService {
     /// RFC 7662: a live access token's claims and holder, or `None` for anything else (expired,
     /// revoked, a refresh or temp token, garbage), which the answer does not tell apart.
     pub async fn introspect(&self, token: &str) -> Result<Option<Introspection>> {
-        let claims = match self.tokens.access_claims_cached(token) {
+        let claims = match self.core.tokens.access_claims_cached(token) {
             Ok(claims) => claims,
             Err(Error::TokenExpired | Error::TokenInvalid) => return Ok(None),
             Err(other) => return Err(other),
         };
-        if self.live.is_revoked(claims.sid) {
+        if self.core.live.is_revoked(claims.sid) {
             return Ok(None);
         }
         let Some(profile) = self
+            .core
             .directory
             .profile(claims.sub)
             .await?

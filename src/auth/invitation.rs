@@ -1,14 +1,17 @@
 //! Invitations: an operator makes an account without a password and mails its owner a link; the
 //! owner chooses the password with it and is signed in. The address counts as verified then.
 
+use crate::auth::Core;
+use std::sync::Arc;
+
 use secrecy::{ExposeSecret, SecretString};
 
+use super::AMR_PASSWORD;
 use super::admin::Operator;
 use super::audit::AuditEvent;
 use super::notices::{link_token_hash, new_link_token};
 use super::password::check_policy;
 use super::verification::{new_user_row, unverified_user};
-use super::{AMR_PASSWORD, AuthService};
 use crate::crypto::random_token;
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result};
@@ -16,7 +19,13 @@ use crate::mail::Letter;
 use crate::model::{ClientInfo, TokenSet, User};
 use crate::store::mail_tokens::NewMailToken;
 
-impl AuthService {
+/// Accounts made for someone, who sets the password from a mailed link.
+#[derive(Clone)]
+pub struct Invitations {
+    pub(super) core: Arc<Core>,
+}
+
+impl Invitations {
     /// An invited account (`add_user` without a password): the new account, its invitation mailed
     /// in the same transaction.
     pub(super) async fn invite_user(
@@ -27,12 +36,19 @@ impl AuthService {
     ) -> Result<User> {
         // A password nobody knows, hashed like any other, so that a login to the account before
         // the invitation is accepted costs and answers what a wrong password does.
-        let placeholder = self.hasher.hash(SecretString::from(random_token())).await?;
-        let now = self.clock.now_ms();
+        let placeholder = self
+            .core
+            .hasher
+            .hash(SecretString::from(random_token()))
+            .await?;
+        let now = self.core.clock.now_ms();
         let user = unverified_user(email, name, &placeholder, now);
         let (token, hash) = new_link_token();
-        let mail = self.compose(&user, Letter::Invitation { token: &token })?;
+        let mail = self
+            .core
+            .compose(&user, Letter::Invitation { token: &token })?;
         let inserted = self
+            .core
             .store
             .insert_user_with_token(
                 &new_user_row(&user),
@@ -42,7 +58,7 @@ impl AuthService {
                     purpose: "invite",
                     email: None,
                     created_at: now,
-                    expires_at: now + self.settings.links.invite_ttl.as_millis() as i64,
+                    expires_at: now + self.core.settings.links.invite_ttl.as_millis() as i64,
                 },
                 &mail,
             )
@@ -50,9 +66,9 @@ impl AuthService {
         if !inserted {
             return Err(Error::EmailTaken);
         }
-        self.mailer.queued(&[&mail]);
+        self.core.mailer.queued(&[&mail]);
         let event = AuditEvent::UserInvited { by: op.actor() };
-        self.audit_by(op, event, Some(user.id)).await;
+        self.core.audit_by(op, event, Some(user.id)).await;
         Ok(user)
     }
 
@@ -64,15 +80,17 @@ impl AuthService {
         client: &ClientInfo,
     ) -> Result<TokenSet> {
         let hash = link_token_hash(token)?;
-        self.live_link(&hash, "invite").await?;
+        self.core.live_link(&hash, "invite").await?;
         check_policy(password.expose_secret())?;
-        let password_hash = self.hasher.hash(password).await?;
+        let password_hash = self.core.hasher.hash(password).await?;
         let user_id = self
+            .core
             .store
-            .accept_invitation(&hash, &password_hash, self.clock.now_ms())
+            .accept_invitation(&hash, &password_hash, self.core.clock.now_ms())
             .await?
             .ok_or(Error::LinkInvalid)?;
         let user = self
+            .core
             .store
             .user_by_id(user_id)
             .await?
@@ -81,16 +99,18 @@ impl AuthService {
             return Err(Error::AccountDisabled);
         }
         let tokens = self
+            .core
             .open_session(&user, vec![AMR_PASSWORD.into()], client)
             .await?
             .ok_or(Error::LinkInvalid)?;
-        self.audit(
-            AuditEvent::InvitationAccepted,
-            Some(user.id),
-            Some(tokens.session_id),
-            Some(client),
-        )
-        .await;
+        self.core
+            .audit(
+                AuditEvent::InvitationAccepted,
+                Some(user.id),
+                Some(tokens.session_id),
+                Some(client),
+            )
+            .await;
         Ok(tokens)
     }
 }

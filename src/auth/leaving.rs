@@ -3,12 +3,12 @@
 use secrecy::SecretString;
 use uuid::Uuid;
 
-use super::AuthService;
+use super::Accounts;
 use super::audit::{Actor, AuditEvent};
 use crate::error::{Error, Result};
 use crate::model::{ClientInfo, EndReason, Principal};
 
-impl AuthService {
+impl Accounts {
     /// `DELETE /auth/me`: the account, its sessions (on every instance within the revocation
     /// delay), contacts, codes and pending links go; the audit trail keeps the event.
     pub async fn delete_account(
@@ -18,20 +18,21 @@ impl AuthService {
         code: Option<&str>,
         client: &ClientInfo,
     ) -> Result<u64> {
-        let user = self.user(who).await?;
-        self.recheck_password(&user, password).await?;
+        let user = self.core.user(who).await?;
+        self.core.recheck_password(&user, password).await?;
         if let Some(sealed) = user.totp_secret.as_deref() {
             let code = code.ok_or_else(|| {
                 Error::field("code", "is required: two-factor authentication is on")
             })?;
-            self.recheck_code(&user, sealed, code, client).await?;
+            self.core.recheck_code(&user, sealed, code, client).await?;
         }
         let sessions_ended = self.remove_account(user.id).await?;
         let event = AuditEvent::AccountDeleted {
             by: Actor::Owner,
             sessions_ended,
         };
-        self.audit(event, Some(user.id), Some(who.session_id), Some(client))
+        self.core
+            .audit(event, Some(user.id), Some(who.session_id), Some(client))
             .await;
         Ok(sessions_ended)
     }
@@ -39,14 +40,15 @@ impl AuthService {
     /// Scrubs and soft-deletes the account, ending its sessions (the owner leaving, or an admin's
     /// `DELETE /admin/users/{id}`); returns how many sessions ended.
     pub(super) async fn remove_account(&self, user_id: Uuid) -> Result<u64> {
-        let now = self.clock.now_ms();
+        let now = self.core.clock.now_ms();
         let reason = EndReason::AccountDeleted;
         let ended = self
+            .core
             .store
             .delete_account(user_id, reason.as_str(), now)
             .await?;
-        self.ended(&ended, now, reason);
-        self.directory.forget(user_id);
+        self.core.ended(&ended, now, reason);
+        self.core.directory.forget(user_id);
         Ok(ended.len() as u64)
     }
 }

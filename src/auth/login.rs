@@ -1,10 +1,13 @@
 //! Logging in: the password, then, for an account with 2FA, the challenge completed with a code.
 
+use crate::auth::Core;
+use std::sync::Arc;
+
 use secrecy::{ExposeSecret, SecretString};
 
 use super::audit::{AuditEvent, LoginFailure};
 use super::password::Verdict;
-use super::{AMR_OTP, AMR_PASSWORD, AuthService};
+use super::{AMR_OTP, AMR_PASSWORD};
 use crate::crypto::{random_token, sha256};
 use crate::error::{Error, Result};
 use crate::metrics::{LoginOutcome as LoginMetric, TwoFactorOutcome};
@@ -13,7 +16,13 @@ use crate::model::{ClientInfo, Factor, LoginOutcome, TokenSet, User};
 /// Wrong codes a two-factor challenge tolerates (docs/api.md §2).
 pub const MAX_CHALLENGE_ATTEMPTS: i64 = 5;
 
-impl AuthService {
+/// Password sign-in, and the second factor that completes it (docs/api.md §3).
+#[derive(Clone)]
+pub struct Login {
+    pub(super) core: Arc<Core>,
+}
+
+impl Login {
     /// Password login. Unknown e-mail and wrong password are one answer, and cost one hash each.
     /// A disabled account is told so only after its password was right.
     pub async fn login(
@@ -33,7 +42,7 @@ impl AuthService {
             Err(_) => None,
         };
         if let Some(outcome) = outcome {
-            self.metrics.login(outcome);
+            self.core.metrics.login(outcome);
         }
         result
     }
@@ -44,24 +53,26 @@ impl AuthService {
         password: SecretString,
         client: &ClientInfo,
     ) -> Result<LoginOutcome> {
-        self.throttle.attempt_from(client.ip)?;
+        self.core.throttle.attempt_from(client.ip)?;
         let normalized = email.normalized();
         let candidate = SecretString::from(password.expose_secret());
         // Unknown e-mails are throttled like known ones: a 429 must not tell them apart. The user
         // is read inside the check, so the session opened below is judged against this read.
         let checked = self
+            .core
             .throttle
             .within_allowance(&normalized, async {
-                let user = self.store.user_by_email(&normalized).await?;
+                let user = self.core.store.user_by_email(&normalized).await?;
                 let stored = user.as_ref().map(|u| u.password_hash.clone());
-                match (user, self.hasher.verify(password, stored).await?) {
+                match (user, self.core.hasher.verify(password, stored).await?) {
                     (Some(user), Verdict::Match { needs_rehash }) => Ok(Some((user, needs_rehash))),
                     (user, _) => {
                         let (id, failure) = match &user {
                             Some(user) => (Some(user.id), LoginFailure::WrongPassword),
                             None => (None, LoginFailure::UnknownAccount),
                         };
-                        self.audit(AuditEvent::LoginFailed(failure), id, None, Some(client))
+                        self.core
+                            .audit(AuditEvent::LoginFailed(failure), id, None, Some(client))
                             .await;
                         Ok(None)
                     }
@@ -71,11 +82,13 @@ impl AuthService {
         let (user, needs_rehash) = checked.ok_or(Error::InvalidCredentials)?;
         if user.disabled {
             let event = AuditEvent::LoginFailed(LoginFailure::AccountDisabled);
-            self.audit(event, Some(user.id), None, Some(client)).await;
+            self.core
+                .audit(event, Some(user.id), None, Some(client))
+                .await;
             return Err(Error::AccountDisabled);
         }
         // After the password: only the account's owner learns that the address is unverified.
-        if self.settings.links.require_verified_email && !user.email_verified {
+        if self.core.settings.links.require_verified_email && !user.email_verified {
             return Err(Error::EmailNotVerified);
         }
         if needs_rehash {
@@ -83,29 +96,33 @@ impl AuthService {
         }
         if user.two_factor_enabled() {
             let temp_token = random_token();
-            let expires_at = self.clock.now_ms() + self.settings.temp_ttl.as_millis() as i64;
-            self.store
+            let expires_at =
+                self.core.clock.now_ms() + self.core.settings.temp_ttl.as_millis() as i64;
+            self.core
+                .store
                 .insert_challenge(&sha256(temp_token.as_bytes()), user.id, expires_at)
                 .await?;
-            self.audit(
-                AuditEvent::LoginChallenged,
-                Some(user.id),
-                None,
-                Some(client),
-            )
-            .await;
+            self.core
+                .audit(
+                    AuditEvent::LoginChallenged,
+                    Some(user.id),
+                    None,
+                    Some(client),
+                )
+                .await;
             return Ok(LoginOutcome::Challenge { temp_token });
         }
         let tokens = self
             .open_login_session(&user, vec![AMR_PASSWORD.into()], client)
             .await?;
-        self.audit(
-            AuditEvent::LoginSucceeded,
-            Some(user.id),
-            Some(tokens.session_id),
-            Some(client),
-        )
-        .await;
+        self.core
+            .audit(
+                AuditEvent::LoginSucceeded,
+                Some(user.id),
+                Some(tokens.session_id),
+                Some(client),
+            )
+            .await;
         Ok(LoginOutcome::Tokens(tokens))
     }
 
@@ -118,10 +135,10 @@ impl AuthService {
         amr: Vec<String>,
         client: &ClientInfo,
     ) -> Result<TokenSet> {
-        if let Some(tokens) = self.open_session(user, amr, client).await? {
+        if let Some(tokens) = self.core.open_session(user, amr, client).await? {
             return Ok(tokens);
         }
-        let now = self.store.user_by_id(user.id).await?;
+        let now = self.core.store.user_by_id(user.id).await?;
         Err(match now {
             Some(now) if now.disabled => Error::AccountDisabled,
             _ => Error::InvalidCredentials,
@@ -130,8 +147,8 @@ impl AuthService {
 
     /// Re-hashes a password whose hash has weaker parameters than today's, off the request path.
     fn upgrade_hash_later(&self, user: &User, password: SecretString) {
-        let hasher = self.hasher.clone();
-        let store = self.store.clone();
+        let hasher = self.core.hasher.clone();
+        let store = self.core.store.clone();
         let (id, old) = (user.id, user.password_hash.clone());
         tokio::spawn(async move {
             let result = async {
@@ -160,7 +177,7 @@ impl AuthService {
             Err(_) => None,
         };
         if let Some(outcome) = outcome {
-            self.metrics.two_factor(outcome);
+            self.core.metrics.two_factor(outcome);
         }
         result
     }
@@ -169,11 +186,13 @@ impl AuthService {
     /// since the challenge was made.
     pub(super) async fn challenged_user(&self, token_hash: &[u8; 32], now: i64) -> Result<User> {
         let user_id = self
+            .core
             .store
             .challenge_user(token_hash, MAX_CHALLENGE_ATTEMPTS, now)
             .await?
             .ok_or(Error::TempTokenInvalid)?;
         let user = self
+            .core
             .store
             .user_by_id(user_id)
             .await?
@@ -190,62 +209,68 @@ impl AuthService {
         code: &str,
         client: &ClientInfo,
     ) -> Result<TokenSet> {
-        self.throttle.attempt_from(client.ip)?;
+        self.core.throttle.attempt_from(client.ip)?;
         let hash = sha256(temp_token.as_bytes());
-        let now = self.clock.now_ms();
+        let now = self.core.clock.now_ms();
         let user = self.challenged_user(&hash, now).await?;
         // 2FA may have been reset by an administrator since the challenge was made.
         let sealed = user.totp_secret.as_deref().ok_or(Error::TempTokenInvalid)?;
         // A wait is answered before an attempt of the challenge is taken: a 429 uses none of them.
-        self.second_factor_open(&user)?;
+        self.core.second_factor_open(&user)?;
         // Taken before the code is checked, so racing requests cannot check more than the
         // challenge allows.
         let (_, attempts) = self
+            .core
             .store
             .take_challenge_attempt(&hash, MAX_CHALLENGE_ATTEMPTS, now)
             .await?
             .ok_or(Error::TempTokenInvalid)?;
         let Some(factor) = self
+            .core
             .second_factor(&user, sealed, code, Some(client))
             .await?
         else {
-            self.audit(
-                AuditEvent::TwoFactorFailed,
-                Some(user.id),
-                None,
-                Some(client),
-            )
-            .await;
+            self.core
+                .audit(
+                    AuditEvent::TwoFactorFailed,
+                    Some(user.id),
+                    None,
+                    Some(client),
+                )
+                .await;
             let remaining = (MAX_CHALLENGE_ATTEMPTS - attempts).max(0) as u32;
             return Err(Error::Invalid2faCode {
                 attempts_remaining: remaining,
             });
         };
         // False when a racing request used the challenge first, or a password change ended it.
-        if !self.store.complete_challenge(&hash, now).await? {
+        if !self.core.store.complete_challenge(&hash, now).await? {
             return Err(Error::TempTokenInvalid);
         }
         let amr = vec![AMR_PASSWORD.into(), AMR_OTP.into()];
         let tokens = self
+            .core
             .open_session(&user, amr, client)
             .await?
             .ok_or(Error::TempTokenInvalid)?;
         if factor == Factor::RecoveryCode {
-            self.audit(
-                AuditEvent::RecoveryCodeUsed,
+            self.core
+                .audit(
+                    AuditEvent::RecoveryCodeUsed,
+                    Some(user.id),
+                    None,
+                    Some(client),
+                )
+                .await;
+        }
+        self.core
+            .audit(
+                AuditEvent::TwoFactorSucceeded(factor),
                 Some(user.id),
-                None,
+                Some(tokens.session_id),
                 Some(client),
             )
             .await;
-        }
-        self.audit(
-            AuditEvent::TwoFactorSucceeded(factor),
-            Some(user.id),
-            Some(tokens.session_id),
-            Some(client),
-        )
-        .await;
         Ok(tokens)
     }
 }

@@ -1,20 +1,20 @@
-//! Authentication: passwords, tokens and their keys, TOTP, and the flows built from them. The
-//! flows live one per file (`login`, `sessions`, `enrolment`, `account`, `admin`,
-//! `housekeeping`) as methods of `AuthService`; what they share is here. They speak in domain
-//! terms (`model`); `http` turns them into calls and answers, `store` keeps their data.
+//! Authentication: passwords, tokens and their keys, TOTP, and the flows built from them. Each flow
+//! is a type of its own, in the file of its name: `Login` (password and second factor), `Sessions`
+//! (refresh, logout, the session list), `Accounts` (registration, profile, password, leaving),
+//! `Addresses` (verification and address change), `TwoFactor` (enrolment), `Recovery`
+//! (forgotten password), `Invitations`, `Passkeys`, `Guard` (who holds a token, for guarded
+//! services), `Clients` (introspection clients), `Admin` and `Housekeeping`. What they share is
+//! `Core`. They speak in domain terms (`model`); `http` turns them into calls and answers, `store`
+//! keeps their data.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use secrecy::SecretString;
-use uuid::Uuid;
-
 use crate::clock::Clock;
-use crate::error::{Error, Result};
+use crate::crypto::Secrets;
 use crate::mail::Mailer;
 use crate::metrics::Metrics;
 use crate::store::Store;
-use crate::store::sessions::NewSession;
 
 pub mod audit;
 pub mod directory;
@@ -28,6 +28,7 @@ pub mod totp;
 mod account;
 pub mod admin;
 mod clients;
+mod core;
 mod enrolment;
 mod housekeeping;
 mod identity;
@@ -40,12 +41,24 @@ mod second_factor;
 mod sessions;
 mod verification;
 
-use crate::crypto::Secrets;
-use crate::model::{ClientInfo, EndReason, Principal, RefreshRecord, TokenSet, User, UserSummary};
-use audit::{AuditEvent, Auditor};
+pub use self::core::Core;
+pub use account::Accounts;
+pub use admin::Admin;
+pub use clients::Clients;
+pub use enrolment::TwoFactor;
+pub use housekeeping::Housekeeping;
+pub use identity::Guard;
+pub use invitation::Invitations;
+pub use login::Login;
+pub use passkeys::Passkeys;
+pub use recovery::Recovery;
+pub use sessions::Sessions;
+pub use verification::Addresses;
+
+use audit::Auditor;
 use directory::Directory;
 use live::LiveSessions;
-use password::{PasswordHasher, Verdict};
+use password::PasswordHasher;
 use throttle::Throttle;
 use tokens::Tokens;
 
@@ -76,24 +89,20 @@ pub struct LinkSettings {
     pub require_verified_email: bool,
 }
 
+/// The flows, built once over one `Core`: what `http` and the CLI call.
 pub struct AuthService {
-    store: Store,
-    clock: Clock,
-    hasher: PasswordHasher,
-    tokens: Tokens,
-    secrets: Arc<Secrets>,
-    live: Arc<LiveSessions>,
-    directory: Arc<Directory>,
-    known_clients: clients::KnownClients,
-    throttle: Throttle,
-    metrics: Arc<Metrics>,
-    auditor: Auditor,
-    settings: AuthSettings,
-    /// The relying party of passkeys; `None` when passkeys are off.
-    webauthn: Option<Arc<webauthn_rs::Webauthn>>,
-    mailer: Arc<Mailer>,
-    /// Forgotten-password requests being handled off their request's path.
-    resets: recovery::ResetDesk,
+    pub login: Login,
+    pub sessions: Sessions,
+    pub accounts: Accounts,
+    pub addresses: Addresses,
+    pub two_factor: TwoFactor,
+    pub recovery: Recovery,
+    pub invitations: Invitations,
+    pub passkeys: Passkeys,
+    pub guard: Guard,
+    pub clients: Clients,
+    pub admin: Admin,
+    pub housekeeping: Housekeeping,
 }
 
 /// What every flow needs to build the service, from start-up.
@@ -113,14 +122,10 @@ pub struct AuthParts {
 
 impl AuthService {
     pub fn new(parts: AuthParts, settings: AuthSettings) -> Self {
-        AuthService {
-            throttle: Throttle::new(
-                parts.store.clone(),
-                parts.clock.clone(),
-                settings.rate_limit,
-            ),
+        let rate_limit = settings.rate_limit;
+        let core = Arc::new(Core {
+            throttle: Throttle::new(parts.store.clone(), parts.clock.clone(), rate_limit),
             auditor: Auditor::new(parts.store.clone(), parts.clock.clone()),
-            resets: recovery::ResetDesk::new(settings.rate_limit),
             mailer: parts.mailer,
             store: parts.store,
             clock: parts.clock,
@@ -129,139 +134,44 @@ impl AuthService {
             secrets: parts.secrets,
             live: parts.live,
             directory: parts.directory,
-            known_clients: Default::default(),
             metrics: parts.metrics,
             settings,
             webauthn: parts.webauthn,
-        }
-    }
-
-    async fn audit(
-        &self,
-        event: AuditEvent,
-        user_id: Option<Uuid>,
-        session_id: Option<Uuid>,
-        client: Option<&ClientInfo>,
-    ) {
-        self.auditor
-            .record(event, user_id, session_id, client)
-            .await;
-    }
-
-    /// The caller's account. A session outliving its user cannot happen (ON DELETE CASCADE);
-    /// were it to, the token is as good as invalid.
-    async fn user(&self, who: &Principal) -> Result<User> {
-        self.store
-            .user_by_id(who.user_id)
-            .await?
-            .ok_or(Error::TokenInvalid)
-    }
-
-    /// A bearer call's re-check of the password, within the account's allowance of failures (a
-    /// stolen access token must not make a password oracle).
-    async fn recheck_password(&self, user: &User, password: SecretString) -> Result<()> {
-        let hash = user.password_hash.clone();
-        let checked = self
-            .throttle
-            .within_allowance(&user.email_normalized, async {
-                let verdict = self.hasher.verify(password, Some(hash)).await?;
-                Ok(matches!(verdict, Verdict::Match { .. }).then_some(()))
-            })
-            .await?;
-        checked.ok_or(Error::PasswordRecheckFailed)
-    }
-
-    /// Opens a session for `user` with its first tokens, unless the account was disabled or its
-    /// password changed since `user` was read (the check began): `None` then.
-    async fn open_session(
-        &self,
-        user: &User,
-        amr: Vec<String>,
-        client: &ClientInfo,
-    ) -> Result<Option<TokenSet>> {
-        let now = self.clock.now_ms();
-        let session_id = Uuid::now_v7();
-        let refresh = RefreshRecord {
-            jti: Uuid::new_v4(),
-            session_id,
-            issued_at: now,
-            expires_at: now + self.settings.refresh_ttl.as_millis() as i64,
-            consumed_at: None,
+        });
+        let login = Login { core: core.clone() };
+        let sessions = Sessions { core: core.clone() };
+        let addresses = Addresses { core: core.clone() };
+        let accounts = Accounts {
+            core: core.clone(),
+            addresses: addresses.clone(),
         };
-        let ip = client.ip.map(|ip| ip.to_string());
-        let opened = self
-            .store
-            .insert_session(&NewSession {
-                id: session_id,
-                user_id: user.id,
-                amr: &amr,
-                ip: ip.as_deref(),
-                user_agent: client.user_agent.as_deref(),
-                refresh: &refresh,
-                auth_epoch: user.auth_epoch,
-            })
-            .await?;
-        if !opened {
-            return Ok(None);
+        let invitations = Invitations { core: core.clone() };
+        let recovery = Recovery::new(core.clone(), rate_limit);
+        let guard = Guard { core: core.clone() };
+        AuthService {
+            admin: Admin {
+                core: core.clone(),
+                accounts: accounts.clone(),
+                invitations: invitations.clone(),
+                recovery: recovery.clone(),
+                sessions: sessions.clone(),
+                guard: guard.clone(),
+            },
+            passkeys: Passkeys {
+                core: core.clone(),
+                login: login.clone(),
+            },
+            two_factor: TwoFactor { core: core.clone() },
+            clients: Clients::new(core.clone()),
+            housekeeping: Housekeeping { core },
+            login,
+            sessions,
+            accounts,
+            addresses,
+            invitations,
+            recovery,
+            guard,
         }
-        self.token_set(user, &amr, &refresh).map(Some)
-    }
-
-    fn token_set(&self, user: &User, amr: &[String], refresh: &RefreshRecord) -> Result<TokenSet> {
-        Ok(TokenSet {
-            access_token: self.tokens.access(
-                user.id,
-                refresh.session_id,
-                amr,
-                &user.roles,
-                self.clock.now_seconds(),
-            )?,
-            refresh_token: self.tokens.refresh(
-                user.id,
-                refresh.session_id,
-                refresh.jti,
-                refresh.issued_at,
-                refresh.expires_at,
-            )?,
-            expires_in: self.tokens.access_ttl_seconds(),
-            user: UserSummary::from(user),
-            session_id: refresh.session_id,
-        })
-    }
-
-    /// Revokes one session of a user; false if it is not theirs or no longer active.
-    async fn end_session(&self, user_id: Uuid, session: Uuid, reason: EndReason) -> Result<bool> {
-        let now = self.clock.now_ms();
-        let ended = self
-            .store
-            .revoke_session(user_id, session, reason.as_str(), now)
-            .await?;
-        if ended {
-            self.ended(&[session], now, reason);
-        }
-        Ok(ended)
-    }
-
-    /// Revokes every session of a user but `keep`; returns how many there were.
-    async fn end_sessions(
-        &self,
-        user_id: Uuid,
-        keep: Option<Uuid>,
-        reason: EndReason,
-    ) -> Result<u64> {
-        let now = self.clock.now_ms();
-        let ended = self
-            .store
-            .revoke_user_sessions(user_id, keep, reason.as_str(), now)
-            .await?;
-        self.ended(&ended, now, reason);
-        Ok(ended.len() as u64)
-    }
-
-    /// Makes revocations committed to the database known here at once (elsewhere by polling).
-    fn ended(&self, sessions: &[Uuid], at: i64, reason: EndReason) {
-        self.live.revoked(sessions, at);
-        self.metrics.revoked(reason.as_str(), sessions.len() as u64);
     }
 }
 
@@ -269,6 +179,7 @@ impl AuthService {
 mod tests {
     use super::*;
     use crate::domain::{Email, FullName};
+    use crate::error::Error;
 
     /// A service over the SQLite database in `dir` (under one master key), hashing with `hasher`.
     async fn service(dir: &tempfile::TempDir, hasher: PasswordHasher) -> AuthService {
@@ -331,6 +242,7 @@ mod tests {
         let normal = service(&dir, PasswordHasher::new(Arc::new(Metrics::new()))).await;
         let email = Email::parse("sue@example.com").unwrap();
         let user = normal
+            .admin
             .add_user(
                 admin::Operator::Cli,
                 &email,
@@ -345,15 +257,26 @@ mod tests {
             PasswordHasher::shedding_everything(Arc::new(Metrics::new())),
         )
         .await;
-        let user = shedding.store.user_by_id(user.id).await.unwrap().unwrap();
+        let user = shedding
+            .login
+            .core
+            .store
+            .user_by_id(user.id)
+            .await
+            .unwrap()
+            .unwrap();
         // More sheds than the account has failures to spend.
         for _ in 0..throttle::ACCOUNT_FAILURES {
             let shed = shedding
+                .login
+                .core
                 .recheck_password(&user, "correct horse battery staple".into())
                 .await;
             assert!(matches!(shed, Err(Error::Overloaded { .. })), "{shed:?}");
         }
         normal
+            .login
+            .core
             .recheck_password(&user, "correct horse battery staple".into())
             .await
             .expect("the allowance is whole");

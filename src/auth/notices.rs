@@ -2,7 +2,7 @@
 //! flows share. A notice is queued right after the change it reports has committed; a failure
 //! to queue it is logged, never answered: the change has happened.
 
-use super::AuthService;
+use super::Core;
 use crate::crypto::{b64url_decode, random_token, sha256};
 use crate::error::{Error, Result};
 use crate::mail::{Letter, Notice};
@@ -32,7 +32,7 @@ pub(super) fn link_token_hash(token: &str) -> Result<[u8; 32]> {
     Ok(sha256(token.as_bytes()))
 }
 
-impl AuthService {
+impl Core {
     /// The live token of `purpose` with this hash, and its enabled account; `LINK_INVALID` else.
     /// Reads only: the change consumes the token.
     pub(super) async fn live_link(

@@ -13,7 +13,7 @@ use std::time::Duration;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Semaphore;
 
-use super::AuthService;
+use super::Core;
 use super::audit::{Actor, AuditEvent, Auditor};
 use super::notices::{link_token_hash, new_link_token};
 use super::password::check_policy;
@@ -37,18 +37,35 @@ const CLIENT_INTERVAL: Duration = Duration::from_secs(60);
 /// Requests handled at once off their request's path; more are dropped (a flood).
 const IN_FLIGHT: usize = 64;
 
-pub(super) struct ResetDesk {
+struct ResetDesk {
     enabled: bool,
     clients: Gcra<IpAddr>,
     in_flight: Arc<Semaphore>,
 }
 
 impl ResetDesk {
-    pub(super) fn new(rate_limit: bool) -> ResetDesk {
+    fn new(rate_limit: bool) -> ResetDesk {
         ResetDesk {
             enabled: rate_limit,
             clients: Gcra::new(CLIENT_BURST, CLIENT_INTERVAL, 100_000),
             in_flight: Arc::new(Semaphore::new(IN_FLIGHT)),
+        }
+    }
+}
+
+/// A forgotten password: the mailed link and the reset with it.
+#[derive(Clone)]
+pub struct Recovery {
+    pub(super) core: Arc<Core>,
+    /// Requests being handled off their request's path.
+    desk: Arc<ResetDesk>,
+}
+
+impl Recovery {
+    pub(super) fn new(core: Arc<Core>, rate_limit: bool) -> Recovery {
+        Recovery {
+            core,
+            desk: Arc::new(ResetDesk::new(rate_limit)),
         }
     }
 }
@@ -62,18 +79,18 @@ struct ResetWork {
     ttl: Duration,
 }
 
-impl AuthService {
+impl Recovery {
     /// `POST /auth/password/forgot`: returns at once; a reset link is mailed to the account with
     /// this address if there is one, it is enabled, and neither limit is reached.
     pub fn forgot_password(&self, email: &Email, client: &ClientInfo) {
-        let now = self.clock.now_ms();
-        if let Some(ip) = client.ip.filter(|_| self.resets.enabled) {
-            if self.resets.clients.take(address_key(ip), now).is_err() {
+        let now = self.core.clock.now_ms();
+        if let Some(ip) = client.ip.filter(|_| self.desk.enabled) {
+            if self.desk.clients.take(address_key(ip), now).is_err() {
                 tracing::debug!(client = %ip, "forgotten-password requests throttled");
                 return;
             }
         }
-        let Ok(permit) = self.resets.in_flight.clone().try_acquire_owned() else {
+        let Ok(permit) = self.desk.in_flight.clone().try_acquire_owned() else {
             tracing::warn!("too many forgotten-password requests at once: one dropped");
             return;
         };
@@ -98,28 +115,33 @@ impl AuthService {
     ) -> Result<()> {
         let hash = link_token_hash(token)?;
         // Read first, so a bad token costs no password hash.
-        let (_, user) = self.live_link(&hash, "reset").await?;
+        let (_, user) = self.core.live_link(&hash, "reset").await?;
         check_policy(password.expose_secret())?;
-        let password_hash = self.hasher.hash(password).await?;
-        let notice = self.compose(&user, Letter::Notice(Notice::PasswordReset))?;
+        let password_hash = self.core.hasher.hash(password).await?;
+        let notice = self
+            .core
+            .compose(&user, Letter::Notice(Notice::PasswordReset))?;
         let reason = EndReason::PasswordReset;
-        let now = self.clock.now_ms();
+        let now = self.core.clock.now_ms();
         let (user_id, ended) = self
+            .core
             .store
             .reset_password(&hash, &password_hash, reason.as_str(), &notice, now)
             .await?
             .ok_or(Error::LinkInvalid)?;
-        self.ended(&ended, now, reason);
-        self.mailer.queued(&[&notice]);
+        self.core.ended(&ended, now, reason);
+        self.core.mailer.queued(&[&notice]);
         let event = AuditEvent::PasswordReset {
             sessions_ended: ended.len() as u64,
         };
-        self.audit(event, Some(user_id), None, Some(client)).await;
+        self.core
+            .audit(event, Some(user_id), None, Some(client))
+            .await;
         Ok(())
     }
 }
 
-impl AuthService {
+impl Recovery {
     /// Mails `user` a reset link now, within the account's allowance; false if it had its share
     /// this hour (no mail). For an admin's `POST /admin/users/{id}/password-reset`, who is no
     /// anonymous caller: it is done on the request's path, and its answer says what happened.
@@ -129,11 +151,11 @@ impl AuthService {
 
     fn reset_work(&self) -> ResetWork {
         ResetWork {
-            store: self.store.clone(),
-            clock: self.clock.clone(),
-            mailer: self.mailer.clone(),
-            auditor: self.auditor.clone(),
-            ttl: self.settings.links.reset_ttl,
+            store: self.core.store.clone(),
+            clock: self.core.clock.clone(),
+            mailer: self.core.mailer.clone(),
+            auditor: self.core.auditor.clone(),
+            ttl: self.core.settings.links.reset_ttl,
         }
     }
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::audit::AuditEvent;
-use super::{AuthService, totp};
+use super::{Core, totp};
 use crate::error::{Error, Result};
 use crate::mail::Notice;
 use crate::model::{ClientInfo, Factor, User};
@@ -32,7 +32,7 @@ pub fn wait_after(failures: i64) -> i64 {
     wait.min(LONGEST_WAIT.as_millis() as i64)
 }
 
-impl AuthService {
+impl Core {
     /// `RATE_LIMITED` while the account must wait before its next code.
     pub(super) fn second_factor_open(&self, user: &User) -> Result<()> {
         let now = self.clock.now_ms();

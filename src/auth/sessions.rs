@@ -1,9 +1,11 @@
 //! Sessions once open: bearer calls, refresh-token rotation (with the grace window for racing
 //! clients and reuse detection), the session list, logout and ending one session.
 
+use crate::auth::Core;
+use std::sync::Arc;
+
 use uuid::Uuid;
 
-use super::AuthService;
 use super::audit::AuditEvent;
 use super::tokens::RefreshClaims;
 use crate::error::{Error, Result};
@@ -12,15 +14,21 @@ use crate::model::{
     ClientInfo, EndReason, LogoutScope, Principal, RefreshRecord, Session, SessionInfo, TokenSet,
 };
 
-impl AuthService {
+/// The sessions of an account: access tokens checked, refresh tokens rotated, sessions listed and ended.
+#[derive(Clone)]
+pub struct Sessions {
+    pub(super) core: Arc<Core>,
+}
+
+impl Sessions {
     /// The caller of a bearer call: a valid access token whose session is not revoked. No database
     /// round trip: revocations are known in memory (`LiveSessions`).
     pub fn authenticate(&self, access_token: &str) -> Result<Principal> {
-        let claims = self.tokens.verify_access_cached(access_token)?;
-        if self.live.is_revoked(claims.sid) {
+        let claims = self.core.tokens.verify_access_cached(access_token)?;
+        if self.core.live.is_revoked(claims.sid) {
             return Err(Error::TokenInvalid);
         }
-        self.live.used(claims.sid);
+        self.core.live.used(claims.sid);
         Ok(Principal {
             user_id: claims.sub,
             session_id: claims.sid,
@@ -31,35 +39,36 @@ impl AuthService {
     pub async fn refresh(&self, token: &str, client: &ClientInfo) -> Result<TokenSet> {
         let result = self.rotate(token, client).await;
         match &result {
-            Ok((_, outcome)) => self.metrics.refresh(*outcome),
-            Err(Error::RefreshTokenInvalid) => self.metrics.refresh(RefreshOutcome::Invalid),
+            Ok((_, outcome)) => self.core.metrics.refresh(*outcome),
+            Err(Error::RefreshTokenInvalid) => self.core.metrics.refresh(RefreshOutcome::Invalid),
             Err(_) => {}
         }
         result.map(|(tokens, _)| tokens)
     }
 
     async fn rotate(&self, token: &str, client: &ClientInfo) -> Result<(TokenSet, RefreshOutcome)> {
-        let claims = self.tokens.verify_refresh(token)?;
-        let now = self.clock.now_ms();
+        let claims = self.core.tokens.verify_refresh(token)?;
+        let now = self.core.clock.now_ms();
         let next = RefreshRecord {
             jti: Uuid::new_v4(),
             session_id: claims.sid,
             issued_at: now,
-            expires_at: now + self.settings.refresh_ttl.as_millis() as i64,
+            expires_at: now + self.core.settings.refresh_ttl.as_millis() as i64,
             consumed_at: None,
         };
-        let (session, refresh, outcome) = match self.store.rotate_refresh(claims.jti, &next).await?
-        {
-            Some(session) => (session, next, RefreshOutcome::Rotated),
-            None => {
-                let (session, current) = self.already_rotated(&claims, now, client).await?;
-                (session, current, RefreshOutcome::GraceReuse)
-            }
-        };
+        let (session, refresh, outcome) =
+            match self.core.store.rotate_refresh(claims.jti, &next).await? {
+                Some(session) => (session, next, RefreshOutcome::Rotated),
+                None => {
+                    let (session, current) = self.already_rotated(&claims, now, client).await?;
+                    (session, current, RefreshOutcome::GraceReuse)
+                }
+            };
         if session.id != claims.sid || session.user_id != claims.sub {
             return Err(Error::RefreshTokenInvalid);
         }
         let user = self
+            .core
             .store
             .user_by_id(session.user_id)
             .await?
@@ -67,7 +76,7 @@ impl AuthService {
         if user.disabled {
             return Err(Error::RefreshTokenInvalid);
         }
-        Ok((self.token_set(&user, &session.amr, &refresh)?, outcome))
+        Ok((self.core.token_set(&user, &session.amr, &refresh)?, outcome))
     }
 
     /// A refresh token that could not be rotated. If it was consumed within the grace window (a
@@ -80,6 +89,7 @@ impl AuthService {
         client: &ClientInfo,
     ) -> Result<(Session, RefreshRecord)> {
         let session = self
+            .core
             .store
             .session(claims.sid)
             .await?
@@ -87,29 +97,31 @@ impl AuthService {
             .ok_or(Error::RefreshTokenInvalid)?;
         // A correctly signed token of a live session whose record is gone was consumed long ago:
         // housekeeping keeps consumed records only for the grace window and a margin.
-        let consumed_at = match self.store.refresh_token(claims.jti).await? {
+        let consumed_at = match self.core.store.refresh_token(claims.jti).await? {
             Some(presented) if presented.session_id != session.id => {
                 return Err(Error::RefreshTokenInvalid);
             }
             Some(presented) => Some(presented.consumed_at.ok_or(Error::RefreshTokenInvalid)?),
             None => None,
         };
-        let grace = self.settings.reuse_grace.as_millis() as i64;
+        let grace = self.core.settings.reuse_grace.as_millis() as i64;
         if consumed_at.is_some_and(|at| now - at <= grace) {
-            if let Some(current) = self.store.current_refresh_token(session.id).await? {
+            if let Some(current) = self.core.store.current_refresh_token(session.id).await? {
                 return Ok((session, current));
             }
         }
-        self.end_session(session.user_id, session.id, EndReason::RefreshReuse)
+        self.core
+            .end_session(session.user_id, session.id, EndReason::RefreshReuse)
             .await?;
-        self.metrics.refresh(RefreshOutcome::ReuseDetected);
-        self.audit(
-            AuditEvent::RefreshReuseDetected,
-            Some(session.user_id),
-            Some(session.id),
-            Some(client),
-        )
-        .await;
+        self.core.metrics.refresh(RefreshOutcome::ReuseDetected);
+        self.core
+            .audit(
+                AuditEvent::RefreshReuseDetected,
+                Some(session.user_id),
+                Some(session.id),
+                Some(client),
+            )
+            .await;
         tracing::warn!(session = %session.id, user = %session.user_id, "refresh token reuse: session revoked");
         Err(Error::RefreshTokenInvalid)
     }
@@ -122,26 +134,34 @@ impl AuthService {
     ) -> Result<u64> {
         let (user, session) = (who.user_id, who.session_id);
         let ended = match scope {
-            LogoutScope::Current => {
-                u64::from(self.end_session(user, session, EndReason::Logout).await?)
-            }
+            LogoutScope::Current => u64::from(
+                self.core
+                    .end_session(user, session, EndReason::Logout)
+                    .await?,
+            ),
             LogoutScope::Others => {
-                self.end_sessions(user, Some(session), EndReason::Logout)
+                self.core
+                    .end_sessions(user, Some(session), EndReason::Logout)
                     .await?
             }
-            LogoutScope::All => self.end_sessions(user, None, EndReason::Logout).await?,
+            LogoutScope::All => {
+                self.core
+                    .end_sessions(user, None, EndReason::Logout)
+                    .await?
+            }
         };
         let event = AuditEvent::Logout {
             scope,
             sessions: ended,
         };
-        self.audit(event, Some(user), Some(session), Some(client))
+        self.core
+            .audit(event, Some(user), Some(session), Some(client))
             .await;
         Ok(ended)
     }
 
     /// The caller's live sessions, the most recently used first.
-    pub async fn sessions(&self, who: &Principal) -> Result<Vec<SessionInfo>> {
+    pub async fn list(&self, who: &Principal) -> Result<Vec<SessionInfo>> {
         self.sessions_of(who.user_id, Some(who.session_id)).await
     }
 
@@ -151,8 +171,9 @@ impl AuthService {
         user_id: Uuid,
         current: Option<Uuid>,
     ) -> Result<Vec<SessionInfo>> {
-        let now = self.clock.now_ms();
+        let now = self.core.clock.now_ms();
         let mut sessions: Vec<SessionInfo> = self
+            .core
             .store
             .active_sessions(user_id, now)
             .await?
@@ -160,6 +181,7 @@ impl AuthService {
             .map(|s| SessionInfo {
                 // This instance may have seen a use that is not written yet.
                 last_used_at: self
+                    .core
                     .live
                     .unwritten_use(s.id)
                     .map_or(s.last_used_at, |at| at.max(s.last_used_at)),
@@ -183,6 +205,7 @@ impl AuthService {
         client: &ClientInfo,
     ) -> Result<()> {
         if !self
+            .core
             .end_session(who.user_id, session, EndReason::Deleted)
             .await?
         {
@@ -191,7 +214,8 @@ impl AuthService {
         let event = AuditEvent::SessionRevoked {
             by_session: who.session_id,
         };
-        self.audit(event, Some(who.user_id), Some(session), Some(client))
+        self.core
+            .audit(event, Some(who.user_id), Some(session), Some(client))
             .await;
         Ok(())
     }

@@ -2,10 +2,12 @@
 //! change of an account's address, which happens only when a link sent to the new address comes
 //! back (the old address is told).
 
+use crate::auth::Core;
+use std::sync::Arc;
+
 use secrecy::SecretString;
 use uuid::Uuid;
 
-use super::AuthService;
 use super::audit::{AuditEvent, Origin};
 use super::notices::{link_token_hash, new_link_token};
 use crate::domain::{Email, FullName};
@@ -19,7 +21,13 @@ use crate::store::users::NewUser;
 const MAILS_PER_HOUR: i64 = 5;
 const HOUR_MS: i64 = 3_600_000;
 
-impl AuthService {
+/// Whether an address reaches its owner: verification, and changing the address (docs/api.md §7).
+#[derive(Clone)]
+pub struct Addresses {
+    pub(super) core: Arc<Core>,
+}
+
+impl Addresses {
     /// Creates a self-registered account, unverified, with its verification link mailed in the
     /// same transaction.
     pub(super) async fn insert_registered(
@@ -29,11 +37,12 @@ impl AuthService {
         password_hash: &str,
         client: &ClientInfo,
     ) -> Result<User> {
-        let now = self.clock.now_ms();
+        let now = self.core.clock.now_ms();
         let user = unverified_user(email, name, password_hash, now);
         let (token, hash) = new_link_token();
-        let mail = self.compose(&user, Letter::Verify { token: &token })?;
+        let mail = self.core.compose(&user, Letter::Verify { token: &token })?;
         let inserted = self
+            .core
             .store
             .insert_user_with_token(
                 &new_user_row(&user),
@@ -45,12 +54,14 @@ impl AuthService {
         // time should not differ by more than the answer itself tells.
         if !inserted {
             let refused = AuditEvent::RegistrationRefused;
-            self.audit(refused, None, None, Some(client)).await;
+            self.core.audit(refused, None, None, Some(client)).await;
             return Err(Error::EmailTaken);
         }
-        self.mailer.queued(&[&mail]);
+        self.core.mailer.queued(&[&mail]);
         let created = AuditEvent::UserCreated(Origin::Registration);
-        self.audit(created, Some(user.id), None, Some(client)).await;
+        self.core
+            .audit(created, Some(user.id), None, Some(client))
+            .await;
         Ok(user)
     }
 
@@ -58,49 +69,57 @@ impl AuthService {
     /// address the link was sent to (`EMAIL_TAKEN` if another account took it meanwhile).
     pub async fn verify_email(&self, token: &str, client: &ClientInfo) -> Result<()> {
         let hash = link_token_hash(token)?;
-        let (record, user) = self.live_link(&hash, "verify").await?;
+        let (record, user) = self.core.live_link(&hash, "verify").await?;
         // For a change, the notice to the old address, written with the change.
         let notice = match record.email {
-            Some(_) => Some(self.compose(&user, Letter::Notice(Notice::AddressChanged))?),
+            Some(_) => Some(
+                self.core
+                    .compose(&user, Letter::Notice(Notice::AddressChanged))?,
+            ),
             None => None,
         };
         let verified = self
+            .core
             .store
-            .verify_email(&hash, notice.as_ref(), self.clock.now_ms())
+            .verify_email(&hash, notice.as_ref(), self.core.clock.now_ms())
             .await?
             .ok_or(Error::LinkInvalid)?;
         let event = match verified {
             Verified::Address(_) => AuditEvent::EmailVerified,
             Verified::Changed(_) => {
                 if let Some(notice) = &notice {
-                    self.mailer.queued(&[notice]);
+                    self.core.mailer.queued(&[notice]);
                 }
                 AuditEvent::EmailChanged
             }
         };
-        self.audit(event, Some(user.id), None, Some(client)).await;
+        self.core
+            .audit(event, Some(user.id), None, Some(client))
+            .await;
         Ok(())
     }
 
     /// `POST /auth/email/verify/resend`: a new link for the caller's unverified address (the
     /// older one void); nothing for a verified one, nor past the hourly share.
     pub async fn resend_verification(&self, who: &Principal, client: &ClientInfo) -> Result<()> {
-        let user = self.user(who).await?;
+        let user = self.core.user(who).await?;
         if user.email_verified {
             return Ok(());
         }
-        let now = self.clock.now_ms();
+        let now = self.core.clock.now_ms();
         let (token, hash) = new_link_token();
-        let mail = self.compose(&user, Letter::Verify { token: &token })?;
+        let mail = self.core.compose(&user, Letter::Verify { token: &token })?;
         let token = self.verify_token(user.id, None, hash, now);
         if self
+            .core
             .store
             .issue_mail_token(&token, &mail, now - HOUR_MS, MAILS_PER_HOUR)
             .await?
         {
-            self.mailer.queued(&[&mail]);
+            self.core.mailer.queued(&[&mail]);
             let event = AuditEvent::EmailVerificationSent;
-            self.audit(event, Some(user.id), Some(who.session_id), Some(client))
+            self.core
+                .audit(event, Some(user.id), Some(who.session_id), Some(client))
                 .await;
         }
         Ok(())
@@ -115,12 +134,13 @@ impl AuthService {
         password: SecretString,
         client: &ClientInfo,
     ) -> Result<()> {
-        let user = self.user(who).await?;
-        self.recheck_password(&user, password).await?;
+        let user = self.core.user(who).await?;
+        self.core.recheck_password(&user, password).await?;
         if new_email.normalized() == user.email_normalized {
             return Err(Error::field("newEmail", "is the account's address already"));
         }
         if self
+            .core
             .store
             .user_by_email(&new_email.normalized())
             .await?
@@ -128,9 +148,10 @@ impl AuthService {
         {
             return Err(Error::EmailTaken);
         }
-        let now = self.clock.now_ms();
+        let now = self.core.clock.now_ms();
         let (token, hash) = new_link_token();
         let mail = self
+            .core
             .compose_to(
                 new_email.as_str(),
                 &user,
@@ -144,14 +165,16 @@ impl AuthService {
             })?;
         let token = self.verify_token(user.id, Some(new_email.as_str()), hash, now);
         if self
+            .core
             .store
             .issue_mail_token(&token, &mail, now - HOUR_MS, MAILS_PER_HOUR)
             .await?
         {
-            self.mailer.queued(&[&mail]);
+            self.core.mailer.queued(&[&mail]);
         }
         let event = AuditEvent::EmailChangeRequested;
-        self.audit(event, Some(user.id), Some(who.session_id), Some(client))
+        self.core
+            .audit(event, Some(user.id), Some(who.session_id), Some(client))
             .await;
         Ok(())
     }
@@ -169,7 +192,7 @@ impl AuthService {
             purpose: "verify",
             email,
             created_at: now,
-            expires_at: now + self.settings.links.verify_ttl.as_millis() as i64,
+            expires_at: now + self.core.settings.links.verify_ttl.as_millis() as i64,
         }
     }
 }

@@ -9,7 +9,7 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
     let auth = &services.auth;
     match command {
         ClientsCommand::Add { name } => {
-            let (client, secret) = auth.add_client(&name).await.map_err(|e| match e {
+            let (client, secret) = auth.clients.add_client(&name).await.map_err(|e| match e {
                 Error::Validation(_) => anyhow::anyhow!(
                     "the client name must be 1 to 200 characters, without control characters"
                 ),
@@ -22,7 +22,7 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
             );
         }
         ClientsCommand::List => {
-            for client in auth.clients().await? {
+            for client in auth.clients.list().await? {
                 println!(
                     "{}  {}  {}",
                     client.id,
@@ -34,7 +34,7 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
         ClientsCommand::Remove { id } => {
             let parsed = uuid::Uuid::parse_str(&id).ok();
             match parsed {
-                Some(uuid) => match auth.remove_client(uuid).await {
+                Some(uuid) => match auth.clients.remove_client(uuid).await {
                     Ok(()) => {}
                     Err(Error::NotFound) => anyhow::bail!("there is no client {id}"),
                     Err(error) => return Err(error.into()),

@@ -117,7 +117,7 @@ async fn decide(state: &AppState, headers: &HeaderMap, described: &Described) ->
     let Some(token) = bearer_token(headers) else {
         return unauthorized("Bearer");
     };
-    let identity = match state.auth.identify(token).await {
+    let identity = match state.auth.guard.identify(token).await {
         Ok(identity) => identity,
         Err(Error::TokenExpired) => {
             return unauthorized(

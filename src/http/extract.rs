@@ -180,7 +180,7 @@ impl FromRequestParts<AppState> for AuthUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
         let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
-        state.auth.authenticate(token).map(AuthUser)
+        state.auth.sessions.authenticate(token).map(AuthUser)
     }
 }
 

@@ -94,7 +94,12 @@ async fn introspect(
     let ip = client_ip(peer.ip(), &headers, &state.trusted_proxies);
     // Missing or unreadable credentials are wrong credentials: checked (and counted) the same way.
     let (id, secret) = basic_credentials(&headers).unwrap_or_default();
-    match state.auth.authenticate_client(&id, &secret, Some(ip)).await {
+    match state
+        .auth
+        .clients
+        .authenticate_client(&id, &secret, Some(ip))
+        .await
+    {
         Ok(Some(_)) => {}
         Ok(None) => return invalid_client(),
         Err(Error::RateLimited { retry_after }) => {
@@ -118,7 +123,7 @@ async fn introspect(
         )
             .into_response();
     };
-    let answer = match state.auth.introspect(&token).await {
+    let answer = match state.auth.guard.introspect(&token).await {
         Ok(Some(live)) => IntrospectionAnswer {
             active: true,
             sub: Some(live.claims.sub.to_string()),

@@ -7,7 +7,7 @@ use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
 use super::{ADMIN_ROLE, Operator};
-use crate::auth::AuthService;
+use crate::auth::Admin;
 use crate::auth::audit::{AuditEvent, Origin};
 use crate::auth::password::check_policy;
 use crate::auth::tokens::new_key;
@@ -25,10 +25,11 @@ pub struct UserChanges {
     pub disabled: Option<bool>,
 }
 
-impl AuthService {
+impl Admin {
     /// The account with this e-mail (the `gatehouse` command names accounts by address).
     pub async fn find_user(&self, email: &Email) -> Result<User> {
-        self.store
+        self.core
+            .store
             .user_by_email(&email.normalized())
             .await?
             .ok_or(Error::NotFound)
@@ -36,7 +37,11 @@ impl AuthService {
 
     /// An account that exists and was not deleted, with its passkey count.
     pub(super) async fn target(&self, id: Uuid) -> Result<ManagedUser> {
-        self.store.managed_user(id).await?.ok_or(Error::NotFound)
+        self.core
+            .store
+            .managed_user(id)
+            .await?
+            .ok_or(Error::NotFound)
     }
 
     /// A new account (`gatehouse user add` / `invite`, `POST /admin/users`): with a password, ready
@@ -57,21 +62,24 @@ impl AuthService {
                     Operator::Admin { .. } => Origin::Admin,
                 };
                 let user = self
+                    .accounts
                     .create_user(email, name, password, origin, None)
                     .await?;
                 if origin == Origin::Admin {
-                    self.audit_by(op, AuditEvent::UserCreated(origin), Some(user.id))
+                    self.core
+                        .audit_by(op, AuditEvent::UserCreated(origin), Some(user.id))
                         .await;
                 }
                 user
             }
-            None => self.invite_user(op, email, name).await?,
+            None => self.invitations.invite_user(op, email, name).await?,
         };
         if roles.is_empty() {
             return Ok(user);
         }
         self.change_roles(op, user.id, roles, &[]).await?;
-        self.store
+        self.core
+            .store
             .user_by_id(user.id)
             .await?
             .ok_or_else(|| Error::internal(anyhow::anyhow!("user {} vanished", user.id)))
@@ -109,12 +117,19 @@ impl AuthService {
         }
         if let Some(name) = &changes.full_name {
             if name.as_str() != current.user.full_name {
-                let now = self.clock.now_ms();
-                if !self.store.set_full_name(id, name.as_str(), now).await? {
+                let now = self.core.clock.now_ms();
+                if !self
+                    .core
+                    .store
+                    .set_full_name(id, name.as_str(), now)
+                    .await?
+                {
                     return Err(Error::NotFound);
                 }
-                self.directory.forget(id);
-                self.audit_by(op, AuditEvent::UserRenamed, Some(id)).await;
+                self.core.directory.forget(id);
+                self.core
+                    .audit_by(op, AuditEvent::UserRenamed, Some(id))
+                    .await;
             }
         }
         if !add.is_empty() || !remove.is_empty() {
@@ -135,28 +150,33 @@ impl AuthService {
     pub async fn disable_user(&self, op: Operator<'_>, id: Uuid) -> Result<u64> {
         op.not_on_self(id, "disable")?;
         self.target(id).await?;
-        let now = self.clock.now_ms();
+        let now = self.core.clock.now_ms();
         let reason = EndReason::AccountDisabled;
-        let ended = self.store.disable_user(id, reason.as_str(), now).await?;
-        self.ended(&ended, now, reason);
-        self.directory.forget(id);
+        let ended = self
+            .core
+            .store
+            .disable_user(id, reason.as_str(), now)
+            .await?;
+        self.core.ended(&ended, now, reason);
+        self.core.directory.forget(id);
         let sessions_ended = ended.len() as u64;
         let event = AuditEvent::UserDisabled {
             by: op.actor(),
             sessions_ended,
         };
-        self.audit_by(op, event, Some(id)).await;
+        self.core.audit_by(op, event, Some(id)).await;
         Ok(sessions_ended)
     }
 
     pub async fn enable_user(&self, op: Operator<'_>, id: Uuid) -> Result<()> {
         self.target(id).await?;
-        self.store
-            .set_disabled(id, false, self.clock.now_ms())
+        self.core
+            .store
+            .set_disabled(id, false, self.core.clock.now_ms())
             .await?;
-        self.directory.forget(id);
+        self.core.directory.forget(id);
         let event = AuditEvent::UserEnabled { by: op.actor() };
-        self.audit_by(op, event, Some(id)).await;
+        self.core.audit_by(op, event, Some(id)).await;
         Ok(())
     }
 
@@ -170,14 +190,15 @@ impl AuthService {
         check_policy(password.expose_secret())?;
         let user = self.target(id).await?.user;
         let sessions_ended = self
+            .accounts
             .replace_password(&user, password, None, EndReason::PasswordSetByAdmin)
             .await?;
         let event = AuditEvent::PasswordChanged {
             by: op.actor(),
             sessions_ended,
         };
-        self.audit_by(op, event, Some(id)).await;
-        self.notify(&user, Notice::PasswordChanged).await;
+        self.core.audit_by(op, event, Some(id)).await;
+        self.core.notify(&user, Notice::PasswordChanged).await;
         Ok(sessions_ended)
     }
 
@@ -207,8 +228,9 @@ impl AuthService {
             if roles == user.roles {
                 return Ok(roles);
             }
-            let now = self.clock.now_ms();
+            let now = self.core.clock.now_ms();
             if !self
+                .core
                 .store
                 .set_roles(user.id, &user.roles, &roles, now)
                 .await?
@@ -216,7 +238,7 @@ impl AuthService {
                 // Changed by someone else since it was read: apply the change to theirs.
                 continue;
             }
-            self.directory.forget(user.id);
+            self.core.directory.forget(user.id);
             let event = AuditEvent::RolesChanged {
                 by: op.actor(),
                 added: roles
@@ -231,7 +253,7 @@ impl AuthService {
                     .cloned()
                     .collect(),
             };
-            self.audit_by(op, event, Some(user.id)).await;
+            self.core.audit_by(op, event, Some(user.id)).await;
             return Ok(roles);
         }
     }
@@ -243,13 +265,17 @@ impl AuthService {
     pub async fn reset_two_factor(&self, op: Operator<'_>, id: Uuid) -> Result<u64> {
         op.not_on_self(id, "reset the second factor of")?;
         let user = self.target(id).await?.user;
-        self.store.disable_totp(id, self.clock.now_ms()).await?;
+        self.core
+            .store
+            .disable_totp(id, self.core.clock.now_ms())
+            .await?;
         let sessions_ended = self
+            .core
             .end_sessions(id, None, EndReason::TwoFactorReset)
             .await?;
         let event = AuditEvent::TwoFactorDisabled { by: op.actor() };
-        self.audit_by(op, event, Some(id)).await;
-        self.notify(&user, Notice::TwoFactorDisabled).await;
+        self.core.audit_by(op, event, Some(id)).await;
+        self.core.notify(&user, Notice::TwoFactorDisabled).await;
         Ok(sessions_ended)
     }
 
@@ -258,20 +284,24 @@ impl AuthService {
     pub async fn delete_user(&self, op: Operator<'_>, id: Uuid) -> Result<u64> {
         op.not_on_self(id, "delete")?;
         self.target(id).await?;
-        let sessions_ended = self.remove_account(id).await?;
+        let sessions_ended = self.accounts.remove_account(id).await?;
         let event = AuditEvent::AccountDeleted {
             by: op.actor(),
             sessions_ended,
         };
-        self.audit_by(op, event, Some(id)).await;
+        self.core.audit_by(op, event, Some(id)).await;
         Ok(sessions_ended)
     }
 
     /// Ends every session of an account (here at once, elsewhere within the revocation delay).
     pub async fn end_user_sessions(&self, op: Operator<'_>, id: Uuid) -> Result<u64> {
         self.target(id).await?;
-        let sessions_ended = self.end_sessions(id, None, EndReason::EndedByAdmin).await?;
-        self.audit_by(op, AuditEvent::SessionsEnded { sessions_ended }, Some(id))
+        let sessions_ended = self
+            .core
+            .end_sessions(id, None, EndReason::EndedByAdmin)
+            .await?;
+        self.core
+            .audit_by(op, AuditEvent::SessionsEnded { sessions_ended }, Some(id))
             .await;
         Ok(sessions_ended)
     }
@@ -283,9 +313,9 @@ impl AuthService {
             Operator::Admin { who, .. } => Some(who.session_id),
             Operator::Cli => None,
         };
-        let sessions = self.sessions_of(id, current).await?;
+        let sessions = self.sessions.sessions_of(id, current).await?;
         let event = AuditEvent::AdminRead(crate::auth::audit::AdminRead::Sessions);
-        self.audit_by(op, event, Some(id)).await;
+        self.core.audit_by(op, event, Some(id)).await;
         Ok(sessions)
     }
 
@@ -299,26 +329,28 @@ impl AuthService {
                 "the account is disabled: enable it first".into(),
             ));
         }
-        if !self.mail_reset_link(&user).await? {
-            self.audit_by(op, AuditEvent::PasswordResetThrottled, Some(id))
+        if !self.recovery.mail_reset_link(&user).await? {
+            self.core
+                .audit_by(op, AuditEvent::PasswordResetThrottled, Some(id))
                 .await;
             return Err(Error::RateLimited {
                 retry_after: crate::auth::recovery::HOUR_SECONDS,
             });
         }
         let event = AuditEvent::PasswordResetRequested { by: op.actor() };
-        self.audit_by(op, event, Some(id)).await;
+        self.core.audit_by(op, event, Some(id)).await;
         Ok(())
     }
 
     /// Makes a new signing key the active one; returns its kid. Running instances sign with it
     /// after their next key reload.
     pub async fn rotate_signing_key(&self) -> Result<String> {
-        let now = self.clock.now_ms();
-        let key = new_key(&self.secrets, now);
-        self.store.rotate_key(&key, now).await?;
+        let now = self.core.clock.now_ms();
+        let key = new_key(&self.core.secrets, now);
+        self.core.store.rotate_key(&key, now).await?;
         let kid = key.kid.clone();
-        self.audit(AuditEvent::KeyRotated { kid: key.kid }, None, None, None)
+        self.core
+            .audit(AuditEvent::KeyRotated { kid: key.kid }, None, None, None)
             .await;
         Ok(kid)
     }
@@ -326,13 +358,18 @@ impl AuthService {
     /// Revokes a retired signing key: tokens it signed stop verifying, and it leaves the JWK
     /// Set, on every instance at its next key reload. The active key is rotated out first.
     pub async fn revoke_signing_key(&self, kid: &str) -> Result<()> {
-        if !self.store.revoke_key(kid, self.clock.now_ms()).await? {
+        if !self
+            .core
+            .store
+            .revoke_key(kid, self.core.clock.now_ms())
+            .await?
+        {
             return Err(Error::NotFound);
         }
         let event = AuditEvent::KeyRevoked {
             kid: kid.to_owned(),
         };
-        self.audit(event, None, None, None).await;
+        self.core.audit(event, None, None, None).await;
         Ok(())
     }
 }

@@ -7,7 +7,7 @@ use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::Operator;
-use crate::auth::AuthService;
+use crate::auth::Admin;
 use crate::auth::audit::{AdminRead, AuditEvent};
 use crate::crypto::{b64url, b64url_decode};
 use crate::error::{Error, Result, Validator};
@@ -41,7 +41,7 @@ pub struct AuditFilter {
     pub limit: u32,
 }
 
-impl AuthService {
+impl Admin {
     /// Accounts in address order, a page at a time.
     pub async fn list_users(
         &self,
@@ -72,6 +72,7 @@ impl AuthService {
         let limit = i64::from(filter.limit);
         // One row more than asked tells whether there is a next page.
         let mut rows = self
+            .core
             .store
             .users_page(after.as_deref(), q.as_deref(), limit + 1)
             .await?;
@@ -81,7 +82,8 @@ impl AuthService {
             .then(|| rows.last())
             .flatten()
             .map(|last| self.cursor(b"users", last.user.email_normalized.as_bytes()));
-        self.audit_by(op, AuditEvent::AdminRead(AdminRead::Users), None)
+        self.core
+            .audit_by(op, AuditEvent::AdminRead(AdminRead::Users), None)
             .await;
         Ok(Page {
             items: rows,
@@ -92,7 +94,8 @@ impl AuthService {
     /// One account.
     pub async fn managed_user(&self, op: Operator<'_>, id: Uuid) -> Result<ManagedUser> {
         let user = self.target(id).await?;
-        self.audit_by(op, AuditEvent::AdminRead(AdminRead::User), Some(id))
+        self.core
+            .audit_by(op, AuditEvent::AdminRead(AdminRead::User), Some(id))
             .await;
         Ok(user)
     }
@@ -130,6 +133,7 @@ impl AuthService {
         let (before, event) = v.finish(before.zip(event))?;
         let limit = i64::from(filter.limit);
         let mut rows = self
+            .core
             .store
             .events(&EventQuery {
                 since: filter.since,
@@ -146,7 +150,8 @@ impl AuthService {
             let key = [&last.at.to_be_bytes()[..], last.id.as_bytes()].concat();
             self.cursor(b"audit", &key)
         });
-        self.audit_by(op, AuditEvent::AdminRead(AdminRead::Audit), filter.user)
+        self.core
+            .audit_by(op, AuditEvent::AdminRead(AdminRead::Audit), filter.user)
             .await;
         Ok(Page {
             items: rows,
@@ -156,7 +161,7 @@ impl AuthService {
 
     /// `key` (the last row's sort key) and a keyed tag over it and the list it belongs to.
     fn cursor(&self, list: &[u8], key: &[u8]) -> String {
-        let tag = self.secrets.cursor_tag(&[b"admin", list, key]);
+        let tag = self.core.secrets.cursor_tag(&[b"admin", list, key]);
         b64url(&[key, &tag[..TAG]].concat())
     }
 
@@ -166,7 +171,7 @@ impl AuthService {
             .filter(|b| b.len() > TAG)
             .ok_or_else(cursor_error)?;
         let (key, given) = bytes.split_at(bytes.len() - TAG);
-        let tag = self.secrets.cursor_tag(&[b"admin", list, key]);
+        let tag = self.core.secrets.cursor_tag(&[b"admin", list, key]);
         if bool::from(tag[..TAG].ct_eq(given)) {
             Ok(key.to_vec())
         } else {

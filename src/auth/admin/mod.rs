@@ -3,10 +3,12 @@
 //! whoever calls it; `listing` reads accounts and the audit trail a page at a time; this file
 //! decides who may call the API and writes the trail of what they did.
 
+use crate::auth::{Accounts, Core, Guard, Invitations, Recovery, Sessions};
+use std::sync::Arc;
+
 use uuid::Uuid;
 
-use super::AuthService;
-use super::audit::{Actor, AuditEvent};
+use super::audit::Actor;
 use crate::error::{Error, Result};
 use crate::model::{ClientInfo, Principal};
 
@@ -51,14 +53,28 @@ impl Operator<'_> {
     }
 }
 
-impl AuthService {
+/// What operators do to accounts, from the CLI or the administration API.
+#[derive(Clone)]
+pub struct Admin {
+    pub(in crate::auth) core: Arc<Core>,
+    /// Adding, deleting and setting passwords are the owner's own steps.
+    pub(in crate::auth) accounts: Accounts,
+    pub(in crate::auth) invitations: Invitations,
+    /// An admin's reset mail is the forgotten-password mail.
+    pub(in crate::auth) recovery: Recovery,
+    pub(in crate::auth) sessions: Sessions,
+    /// The admin gate judges a token as forward-auth does.
+    pub(in crate::auth) guard: Guard,
+}
+
+impl Admin {
     /// The caller of an administration call: a live access token of an enabled account that has
     /// the `admin` role now (read from the directory every instance keeps current within
     /// `live::SYNC_INTERVAL`, not from the token's claims, which are as old as the token), whose
     /// session's login had a second factor (a passkey counts). Not an admin: `FORBIDDEN`, whatever
     /// the factors; an admin without a second factor: `TWO_FACTOR_REQUIRED`.
     pub async fn admin_caller(&self, access_token: &str) -> Result<Principal> {
-        let identity = self.identify(access_token).await?;
+        let identity = self.guard.identify(access_token).await?;
         if !identity.roles.iter().any(|r| r == ADMIN_ROLE) {
             return Err(Error::Forbidden);
         }
@@ -69,24 +85,5 @@ impl AuthService {
             user_id: identity.user_id,
             session_id: identity.session_id,
         })
-    }
-
-    /// Records what an operator did to `target`: for an admin, with their id (`actor_id`), their
-    /// session and where they called from.
-    pub(crate) async fn audit_by(&self, op: Operator<'_>, event: AuditEvent, target: Option<Uuid>) {
-        match op {
-            Operator::Cli => self.audit(event, target, None, None).await,
-            Operator::Admin { who, client } => {
-                self.auditor
-                    .record_by(
-                        event,
-                        Some(who.user_id),
-                        target,
-                        Some(who.session_id),
-                        Some(client),
-                    )
-                    .await
-            }
-        }
     }
 }

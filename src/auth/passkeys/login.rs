@@ -19,10 +19,10 @@ use webauthn_rs::prelude::{
     WebauthnError,
 };
 
-use super::{AssertionResponse, CeremonyStarted, passkey_of, state_of};
+use super::{AssertionResponse, CeremonyStarted, Passkeys, passkey_of, state_of};
+use crate::auth::AMR_PASSWORD;
 use crate::auth::audit::{AuditEvent, LoginFailure};
 use crate::auth::login::MAX_CHALLENGE_ATTEMPTS;
-use crate::auth::{AMR_PASSWORD, AuthService};
 use crate::crypto::{b64url, sha256};
 use crate::domain::Email;
 use crate::error::{Error, Result};
@@ -44,7 +44,7 @@ pub enum SignInWith {
     Challenge(String),
 }
 
-impl AuthService {
+impl Passkeys {
     /// Starts a sign-in ceremony.
     pub async fn start_passkey_login(
         &self,
@@ -52,15 +52,16 @@ impl AuthService {
         client: &ClientInfo,
     ) -> Result<CeremonyStarted> {
         let webauthn = self.relying_party()?;
-        self.throttle.attempt_from(client.ip)?;
+        self.core.throttle.attempt_from(client.ip)?;
         let internal = |e: WebauthnError| Error::internal(anyhow::anyhow!("passkey sign-in: {e}"));
         let (kind, user_id, hash, options, state) = match with {
             SignInWith::Email(email) => {
                 let normalized = email.normalized();
-                let user = self.store.user_by_email(&normalized).await?;
+                let user = self.core.store.user_by_email(&normalized).await?;
                 // The same two queries whether the account exists or not.
                 let owner = user.as_ref().map_or(Uuid::nil(), |u| u.id);
                 let keys = self
+                    .core
                     .store
                     .passkeys_of(owner)
                     .await?
@@ -73,7 +74,7 @@ impl AuthService {
                 let mut options =
                     serde_json::to_value(&challenge.public_key).map_err(Error::internal)?;
                 if keys.is_empty() {
-                    let decoy = self.secrets.passkey_decoy(&normalized);
+                    let decoy = self.core.secrets.passkey_decoy(&normalized);
                     options["allowCredentials"] =
                         json!([{ "type": "public-key", "id": b64url(&decoy) }]);
                 }
@@ -91,8 +92,12 @@ impl AuthService {
             }
             SignInWith::Challenge(temp_token) => {
                 let hash = sha256(temp_token.as_bytes());
-                let user = self.challenged_user(&hash, self.clock.now_ms()).await?;
+                let user = self
+                    .login
+                    .challenged_user(&hash, self.core.clock.now_ms())
+                    .await?;
                 let keys = self
+                    .core
                     .store
                     .passkeys_of(user.id)
                     .await?
@@ -136,13 +141,14 @@ impl AuthService {
         client: &ClientInfo,
     ) -> Result<TokenSet> {
         let webauthn = self.relying_party()?;
-        self.throttle.attempt_from(client.ip)?;
-        let now = self.clock.now_ms();
-        let Some(ceremony) = self.store.take_sign_in(ceremony_id, now).await? else {
+        self.core.throttle.attempt_from(client.ip)?;
+        let now = self.core.clock.now_ms();
+        let Some(ceremony) = self.core.store.take_sign_in(ceremony_id, now).await? else {
             return Err(self.passkey_failed(None, client, "unknown_ceremony").await);
         };
         let assertion = &response.0;
         let Some(stored) = self
+            .core
             .store
             .passkey_by_credential_id(assertion.raw_id.as_slice())
             .await?
@@ -194,13 +200,16 @@ impl AuthService {
         };
         self.record_use(&stored, &result, now, client).await?;
         let user = self
+            .core
             .store
             .user_by_id(stored.user_id)
             .await?
             .ok_or(Error::PasskeyInvalid)?;
         if user.disabled {
             let event = AuditEvent::LoginFailed(LoginFailure::AccountDisabled);
-            self.audit(event, Some(user.id), None, Some(client)).await;
+            self.core
+                .audit(event, Some(user.id), None, Some(client))
+                .await;
             return Err(Error::AccountDisabled);
         }
         match ceremony.kind {
@@ -209,6 +218,7 @@ impl AuthService {
                 let hash: [u8; 32] = hash.try_into().map_err(|_| Error::TempTokenInvalid)?;
                 // The challenge may have lapsed while the ceremony ran (each lives 5 minutes).
                 let live = self
+                    .core
                     .store
                     .challenge_user(&hash, MAX_CHALLENGE_ATTEMPTS, now)
                     .await?;
@@ -217,23 +227,26 @@ impl AuthService {
                 }
                 // False when the challenge was completed meanwhile (a code, another passkey) or
                 // ended by a password change.
-                if !self.store.complete_challenge(&hash, now).await? {
+                if !self.core.store.complete_challenge(&hash, now).await? {
                     return Err(Error::TempTokenInvalid);
                 }
                 let amr = vec![AMR_PASSWORD.into(), AMR_HWK.into(), AMR_USER.into()];
                 let tokens = self
+                    .core
                     .open_session(&user, amr, client)
                     .await?
                     .ok_or(Error::TempTokenInvalid)?;
                 let event = AuditEvent::PasskeySecondFactor { passkey: stored.id };
-                self.audit(event, Some(user.id), Some(tokens.session_id), Some(client))
+                self.core
+                    .audit(event, Some(user.id), Some(tokens.session_id), Some(client))
                     .await;
                 Ok(tokens)
             }
             _ => {
                 let tokens = self.open_passkey_session(&user, client).await?;
                 let event = AuditEvent::PasskeyLogin { passkey: stored.id };
-                self.audit(event, Some(user.id), Some(tokens.session_id), Some(client))
+                self.core
+                    .audit(event, Some(user.id), Some(tokens.session_id), Some(client))
                     .await;
                 Ok(tokens)
             }
@@ -243,10 +256,10 @@ impl AuthService {
     /// A session for a passkey sign-in, unless the account was disabled meanwhile.
     async fn open_passkey_session(&self, user: &User, client: &ClientInfo) -> Result<TokenSet> {
         let amr = vec![AMR_HWK.into(), AMR_USER.into()];
-        if let Some(tokens) = self.open_session(user, amr, client).await? {
+        if let Some(tokens) = self.core.open_session(user, amr, client).await? {
             return Ok(tokens);
         }
-        let now = self.store.user_by_id(user.id).await?;
+        let now = self.core.store.user_by_id(user.id).await?;
         Err(match now {
             Some(now) if now.disabled => Error::AccountDisabled,
             _ => Error::PasskeyInvalid,
@@ -268,6 +281,7 @@ impl AuthService {
         let credential = serde_json::to_string(&passkey).map_err(Error::internal)?;
         let counter = i64::from(result.counter());
         let used = self
+            .core
             .store
             .passkey_used(&PasskeyUse {
                 id: stored.id,
@@ -297,7 +311,8 @@ impl AuthService {
             stored: stored.sign_count,
             presented: counter,
         };
-        self.audit(event, Some(stored.user_id), None, Some(client))
+        self.core
+            .audit(event, Some(stored.user_id), None, Some(client))
             .await;
         tracing::warn!(passkey = %stored.id, user = %stored.user_id, "passkey counter went back: possibly a cloned authenticator");
         Error::PasskeyInvalid

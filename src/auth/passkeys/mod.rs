@@ -4,6 +4,9 @@
 //! state in the database between its start and its finish, so any instance can finish it, and
 //! keeps each passkey's counter and backup flags up to date after every use.
 
+use crate::auth::{Core, Login};
+use std::sync::Arc;
+
 use std::time::Duration;
 
 use secrecy::SecretString;
@@ -13,7 +16,6 @@ use serde_json::Value;
 use uuid::Uuid;
 use webauthn_rs::prelude::{CredentialID, Passkey, PasskeyRegistration, Webauthn};
 
-use super::AuthService;
 use super::audit::AuditEvent;
 use crate::error::{Error, Result};
 use crate::mail::Notice;
@@ -84,9 +86,17 @@ pub struct CeremonyStarted {
     pub options: Value,
 }
 
-impl AuthService {
+/// Passkeys: registering them, signing in with them, managing them (docs/api.md §9).
+#[derive(Clone)]
+pub struct Passkeys {
+    pub(in crate::auth) core: Arc<Core>,
+    /// A passkey can finish a password login's 2FA challenge.
+    pub(in crate::auth) login: Login,
+}
+
+impl Passkeys {
     fn relying_party(&self) -> Result<&Webauthn> {
-        self.webauthn.as_deref().ok_or(Error::PasskeysOff)
+        self.core.webauthn.as_deref().ok_or(Error::PasskeysOff)
     }
 
     /// Stores a ceremony's state and answers its id.
@@ -104,9 +114,9 @@ impl AuthService {
             user_id,
             temp_token_hash,
             state: serde_json::to_string(state).map_err(Error::internal)?,
-            expires_at: self.clock.now_ms() + CEREMONY_TTL.as_millis() as i64,
+            expires_at: self.core.clock.now_ms() + CEREMONY_TTL.as_millis() as i64,
         };
-        self.store.insert_ceremony(&ceremony).await?;
+        self.core.store.insert_ceremony(&ceremony).await?;
         Ok(id)
     }
 
@@ -118,9 +128,9 @@ impl AuthService {
         password: SecretString,
     ) -> Result<CeremonyStarted> {
         let webauthn = self.relying_party()?;
-        let user = self.user(who).await?;
-        self.recheck_password(&user, password).await?;
-        let existing = self.store.passkeys_of(user.id).await?;
+        let user = self.core.user(who).await?;
+        self.core.recheck_password(&user, password).await?;
+        let existing = self.core.store.passkeys_of(user.id).await?;
         if existing.len() >= MAX_PASSKEYS {
             return Err(Error::field(
                 "passkeys",
@@ -159,9 +169,10 @@ impl AuthService {
         client: &ClientInfo,
     ) -> Result<PasskeyInfo> {
         let webauthn = self.relying_party()?;
-        let user = self.user(who).await?;
-        let now = self.clock.now_ms();
+        let user = self.core.user(who).await?;
+        let now = self.core.clock.now_ms();
         let Some(ceremony) = self
+            .core
             .store
             .take_registration(ceremony_id, user.id, now)
             .await?
@@ -193,21 +204,22 @@ impl AuthService {
             created_at: now,
             last_used_at: None,
         };
-        if !self.store.insert_passkey(&stored).await? {
+        if !self.core.store.insert_passkey(&stored).await? {
             return Err(self
                 .passkey_failed(Some(user.id), client, "credential_taken")
                 .await);
         }
         let event = AuditEvent::PasskeyAdded { passkey: stored.id };
-        self.audit(event, Some(user.id), Some(who.session_id), Some(client))
+        self.core
+            .audit(event, Some(user.id), Some(who.session_id), Some(client))
             .await;
-        self.notify(&user, Notice::PasskeyAdded).await;
+        self.core.notify(&user, Notice::PasskeyAdded).await;
         Ok(stored.into())
     }
 
     /// The caller's passkeys, oldest first.
-    pub async fn passkeys(&self, who: &Principal) -> Result<Vec<PasskeyInfo>> {
-        let passkeys = self.store.passkeys_of(who.user_id).await?;
+    pub async fn list(&self, who: &Principal) -> Result<Vec<PasskeyInfo>> {
+        let passkeys = self.core.store.passkeys_of(who.user_id).await?;
         Ok(passkeys.into_iter().map(Into::into).collect())
     }
 
@@ -218,7 +230,8 @@ impl AuthService {
         id: Uuid,
         name: PasskeyName,
     ) -> Result<PasskeyInfo> {
-        self.store
+        self.core
+            .store
             .rename_passkey(who.user_id, id, &name.0)
             .await?
             .map(Into::into)
@@ -232,14 +245,15 @@ impl AuthService {
         id: Uuid,
         client: &ClientInfo,
     ) -> Result<()> {
-        let user = self.user(who).await?;
-        if !self.store.delete_passkey(user.id, id).await? {
+        let user = self.core.user(who).await?;
+        if !self.core.store.delete_passkey(user.id, id).await? {
             return Err(Error::NotFound);
         }
         let event = AuditEvent::PasskeyRemoved { passkey: id };
-        self.audit(event, Some(user.id), Some(who.session_id), Some(client))
+        self.core
+            .audit(event, Some(user.id), Some(who.session_id), Some(client))
             .await;
-        self.notify(&user, Notice::PasskeyRemoved).await;
+        self.core.notify(&user, Notice::PasskeyRemoved).await;
         Ok(())
     }
 
@@ -252,7 +266,7 @@ impl AuthService {
         reason: &'static str,
     ) -> Error {
         let event = AuditEvent::PasskeyFailed { reason };
-        self.audit(event, user_id, None, Some(client)).await;
+        self.core.audit(event, user_id, None, Some(client)).await;
         Error::PasskeyInvalid
     }
 }

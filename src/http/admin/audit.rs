@@ -92,7 +92,7 @@ async fn audit(
         cursor: query.cursor,
         limit,
     };
-    let page = state.auth.audit_trail(admin.op(), filter).await?;
+    let page = state.auth.admin.audit_trail(admin.op(), filter).await?;
     Ok(ok(EventPage {
         items: page.items.into_iter().map(EventView::from).collect(),
         next_cursor: page.next_cursor,

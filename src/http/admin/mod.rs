@@ -48,7 +48,7 @@ impl FromRequestParts<AppState> for Admin {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
         let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
-        let who = state.auth.admin_caller(token).await?;
+        let who = state.auth.admin.admin_caller(token).await?;
         let Client(client) = Client::from_request_parts(parts, state).await?;
         Ok(Admin { who, client })
     }

@@ -96,7 +96,7 @@ async fn list(
         cursor: query.cursor,
         limit,
     };
-    let page = state.auth.list_users(admin.op(), filter).await?;
+    let page = state.auth.admin.list_users(admin.op(), filter).await?;
     Ok(ok(UserPage {
         items: page.items.into_iter().map(UserView::from).collect(),
         next_cursor: page.next_cursor,
@@ -146,6 +146,7 @@ async fn create(
     let (email, (name, (roles, password))) = v.finish(email.zip(name.zip(roles.zip(password))))?;
     let user = state
         .auth
+        .admin
         .add_user(admin.op(), &email, &name, &roles, password)
         .await?;
     // A new account has no passkey; no second read (it would be audited as one).
@@ -171,7 +172,7 @@ async fn one(
     admin: Admin,
     PathId(id): PathId,
 ) -> Result<Answer<UserView>> {
-    let user = state.auth.managed_user(admin.op(), id).await?;
+    let user = state.auth.admin.managed_user(admin.op(), id).await?;
     Ok(ok(UserView::from(user)))
 }
 
@@ -254,7 +255,11 @@ async fn update(
         roles,
         disabled,
     };
-    let user = state.auth.update_user(admin.op(), id, changes).await?;
+    let user = state
+        .auth
+        .admin
+        .update_user(admin.op(), id, changes)
+        .await?;
     Ok(ok(UserView::from(user)))
 }
 
@@ -271,7 +276,7 @@ async fn delete(
     admin: Admin,
     PathId(id): PathId,
 ) -> Result<Answer<Deleted>> {
-    state.auth.delete_user(admin.op(), id).await?;
+    state.auth.admin.delete_user(admin.op(), id).await?;
     Ok(ok(Deleted { id }))
 }
 
@@ -289,7 +294,7 @@ async fn sessions(
     admin: Admin,
     PathId(id): PathId,
 ) -> Result<Answer<SessionList>> {
-    let items = state.auth.user_sessions(admin.op(), id).await?;
+    let items = state.auth.admin.user_sessions(admin.op(), id).await?;
     Ok(ok(SessionList {
         items: items.into_iter().map(SessionView::from).collect(),
     }))
@@ -312,7 +317,7 @@ async fn end_sessions(
     admin: Admin,
     PathId(id): PathId,
 ) -> Result<Answer<RevokedSessions>> {
-    let revoked_sessions = state.auth.end_user_sessions(admin.op(), id).await?;
+    let revoked_sessions = state.auth.admin.end_user_sessions(admin.op(), id).await?;
     Ok(ok(RevokedSessions { revoked_sessions }))
 }
 
@@ -334,7 +339,7 @@ async fn password_reset(
     admin: Admin,
     PathId(id): PathId,
 ) -> Result<(StatusCode, Answer<Done>)> {
-    state.auth.send_password_reset(admin.op(), id).await?;
+    state.auth.admin.send_password_reset(admin.op(), id).await?;
     Ok((StatusCode::ACCEPTED, ok(Done {})))
 }
 
@@ -356,7 +361,7 @@ async fn reset_two_factor(
     admin: Admin,
     PathId(id): PathId,
 ) -> Result<Answer<Done>> {
-    state.auth.reset_two_factor(admin.op(), id).await?;
+    state.auth.admin.reset_two_factor(admin.op(), id).await?;
     Ok(ok(Done {}))
 }
 

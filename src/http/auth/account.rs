@@ -28,7 +28,7 @@ error_responses!(BearerErrors: bearer_errors(), server_errors());
 #[utoipa::path(get, path = "/me", tag = "auth", security(("bearer" = [])),
     responses((status = 200, description = "The account", body = Envelope<Me>), BearerErrors))]
 async fn me(State(state): State<AppState>, AuthUser(who): AuthUser) -> Result<Answer<Me>> {
-    Ok(ok(state.auth.account(&who).await?.into()))
+    Ok(ok(state.auth.accounts.account(&who).await?.into()))
 }
 
 #[derive(Deserialize, Default, ToSchema)]
@@ -66,6 +66,7 @@ async fn change_password(
     let (current, new) = v.finish(current.zip(new))?;
     state
         .auth
+        .accounts
         .change_password(
             &who,
             SecretString::from(current),
@@ -113,6 +114,7 @@ async fn delete_me(
         .filter(|c| !c.is_empty());
     state
         .auth
+        .accounts
         .delete_account(&who, SecretString::from(password), code.as_deref(), &client)
         .await?;
     Ok(ok(Done {}))

@@ -91,6 +91,7 @@ async fn login(
     let (email, password) = v.finish(email.zip(password))?;
     let answer = match state
         .auth
+        .login
         .login(&email, SecretString::from(password), &client)
         .await?
     {
@@ -142,6 +143,7 @@ async fn verify_second_factor(
     let (temp_token, code) = v.finish(temp_token.zip(code))?;
     let tokens = state
         .auth
+        .login
         .verify_second_factor(&temp_token, &code, &client)
         .await?;
     Ok(ok(tokens.into()))
@@ -175,7 +177,12 @@ async fn refresh(
     let mut v = Validator::new();
     let token = v.check("refreshToken", non_empty(body.refresh_token));
     let token = v.finish(token)?;
-    Ok(ok(state.auth.refresh(&token, &client).await?.into()))
+    Ok(ok(state
+        .auth
+        .sessions
+        .refresh(&token, &client)
+        .await?
+        .into()))
 }
 
 #[derive(Deserialize, Default, ToSchema)]
@@ -227,6 +234,7 @@ async fn register(
     let (email, (name, password)) = v.finish(email.zip(name.zip(password)))?;
     let user = state
         .auth
+        .accounts
         .register(&email, &name, SecretString::from(password), &client)
         .await?;
     let user = UserView::from(UserSummary::from(&user));

@@ -52,7 +52,7 @@ async fn forgot_password(
     let mut v = Validator::new();
     let email = v.check("email", Email::parse(&body.email));
     let email = v.finish(email)?;
-    state.auth.forgot_password(&email, &client);
+    state.auth.recovery.forgot_password(&email, &client);
     Ok((StatusCode::ACCEPTED, ok(Done {})))
 }
 
@@ -88,6 +88,7 @@ async fn reset_password(
     let (token, password) = v.finish(token.zip(password))?;
     state
         .auth
+        .recovery
         .reset_password(&token, SecretString::from(password), &client)
         .await?;
     Ok(ok(Done {}))
@@ -118,7 +119,7 @@ async fn verify_email(
     let mut v = Validator::new();
     let token = v.check("token", non_empty(body.token));
     let token = v.finish(token)?;
-    state.auth.verify_email(&token, &client).await?;
+    state.auth.addresses.verify_email(&token, &client).await?;
     Ok(ok(Done {}))
 }
 
@@ -132,7 +133,11 @@ async fn resend_verification(
     AuthUser(who): AuthUser,
     Client(client): Client,
 ) -> Result<(StatusCode, Answer<Done>)> {
-    state.auth.resend_verification(&who, &client).await?;
+    state
+        .auth
+        .addresses
+        .resend_verification(&who, &client)
+        .await?;
     Ok((StatusCode::ACCEPTED, ok(Done {})))
 }
 
@@ -171,6 +176,7 @@ async fn change_email(
     let (email, password) = v.finish(email.zip(password))?;
     state
         .auth
+        .addresses
         .change_email(&who, &email, SecretString::from(password), &client)
         .await?;
     Ok((StatusCode::ACCEPTED, ok(Done {})))
@@ -208,6 +214,7 @@ async fn accept_invitation(
     let (token, password) = v.finish(token.zip(password))?;
     let tokens = state
         .auth
+        .invitations
         .accept_invitation(&token, SecretString::from(password), &client)
         .await?;
     Ok(ok(tokens.into()))

@@ -83,6 +83,7 @@ async fn start_registration(
     let password = v.finish(password)?;
     let started = state
         .auth
+        .passkeys
         .start_passkey_registration(&who, SecretString::from(password))
         .await?;
     Ok(ok(started.into()))
@@ -134,6 +135,7 @@ async fn finish_registration(
     let (id, (response, name)) = v.finish(id.zip(response.zip(name)))?;
     let passkey = state
         .auth
+        .passkeys
         .finish_passkey_registration(&who, id, response, name, &client)
         .await?;
     Ok((StatusCode::CREATED, ok(passkey.into())))
@@ -153,7 +155,7 @@ async fn list_passkeys(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
 ) -> Result<Answer<PasskeyList>> {
-    let items = state.auth.passkeys(&who).await?;
+    let items = state.auth.passkeys.list(&who).await?;
     let items = items.into_iter().map(PasskeyView::from).collect();
     Ok(ok(PasskeyList { items }))
 }
@@ -182,7 +184,12 @@ async fn rename_passkey(
     let mut v = Validator::new();
     let name = v.check("name", PasskeyName::parse(&body.name));
     let name = v.finish(name)?;
-    Ok(ok(state.auth.rename_passkey(&who, id, name).await?.into()))
+    Ok(ok(state
+        .auth
+        .passkeys
+        .rename_passkey(&who, id, name)
+        .await?
+        .into()))
 }
 
 error_responses!(RemoveErrors: bearer_errors(), [Error::NotFound], server_errors());
@@ -197,7 +204,11 @@ async fn remove_passkey(
     Client(client): Client,
     PathId(id): PathId,
 ) -> Result<Answer<Deleted>> {
-    state.auth.remove_passkey(&who, id, &client).await?;
+    state
+        .auth
+        .passkeys
+        .remove_passkey(&who, id, &client)
+        .await?;
     Ok(ok(Deleted { id }))
 }
 
@@ -251,6 +262,7 @@ async fn start_login(
     };
     Ok(ok(state
         .auth
+        .passkeys
         .start_passkey_login(with, &client)
         .await?
         .into()))
@@ -293,6 +305,7 @@ async fn finish_login(
     let (id, response) = v.finish(id.zip(response))?;
     let tokens = state
         .auth
+        .passkeys
         .finish_passkey_login(id, response, &client)
         .await?;
     Ok(ok(tokens.into()))

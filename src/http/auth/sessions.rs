@@ -67,7 +67,7 @@ async fn logout(
         Some("all") => LogoutScope::All,
         Some(_) => return Err(Error::field("scope", "must be current, others or all")),
     };
-    let revoked_sessions = state.auth.logout(&who, scope, &client).await?;
+    let revoked_sessions = state.auth.sessions.logout(&who, scope, &client).await?;
     Ok(ok(RevokedSessions { revoked_sessions }))
 }
 
@@ -83,7 +83,7 @@ async fn sessions(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
 ) -> Result<Answer<SessionList>> {
-    let items = state.auth.sessions(&who).await?;
+    let items = state.auth.sessions.list(&who).await?;
     let items = items.into_iter().map(SessionView::from).collect();
     Ok(ok(SessionList { items }))
 }
@@ -103,6 +103,10 @@ async fn delete_session(
     Client(client): Client,
     PathId(id): PathId,
 ) -> Result<Answer<Deleted>> {
-    state.auth.delete_session(&who, id, &client).await?;
+    state
+        .auth
+        .sessions
+        .delete_session(&who, id, &client)
+        .await?;
     Ok(ok(Deleted { id }))
 }

@@ -58,6 +58,7 @@ async fn setup_two_factor(
     let password = v.finish(password)?;
     let setup = state
         .auth
+        .two_factor
         .setup_two_factor(&who, SecretString::from(password))
         .await?;
     Ok(ok(setup.into()))
@@ -96,7 +97,11 @@ async fn enable_two_factor(
     AppJson(body): AppJson<CodeRequest>,
 ) -> Result<Answer<RecoveryCodes>> {
     let code = code(body.code)?;
-    let recovery_codes = state.auth.enable_two_factor(&who, &code, &client).await?;
+    let recovery_codes = state
+        .auth
+        .two_factor
+        .enable_two_factor(&who, &code, &client)
+        .await?;
     Ok(ok(RecoveryCodes { recovery_codes }))
 }
 
@@ -135,6 +140,7 @@ async fn disable_two_factor(
     let (password, code) = v.finish(password.zip(code))?;
     state
         .auth
+        .two_factor
         .disable_two_factor(&who, SecretString::from(password), &code, &client)
         .await?;
     Ok(ok(Done {}))
@@ -159,6 +165,10 @@ async fn new_recovery_codes(
     AppJson(body): AppJson<CodeRequest>,
 ) -> Result<Answer<RecoveryCodes>> {
     let code = code(body.code)?;
-    let recovery_codes = state.auth.new_recovery_codes(&who, &code, &client).await?;
+    let recovery_codes = state
+        .auth
+        .two_factor
+        .new_recovery_codes(&who, &code, &client)
+        .await?;
     Ok(ok(RecoveryCodes { recovery_codes }))
 }

@@ -1,0 +1,202 @@
+//! What every flow shares: the service's parts (store, clock, tokens, hasher, …) and the few steps
+//! more than one flow takes (open a session, end sessions, re-check a password, write the audit
+//! trail). Each flow (`Login`, `Sessions`, `Recovery`, …) holds it behind an `Arc`; the steps that
+//! send mail are in `notices`, those that check a second factor in `second_factor`.
+
+use std::sync::Arc;
+
+use secrecy::SecretString;
+use uuid::Uuid;
+
+use super::AuthSettings;
+use super::admin::Operator;
+use super::audit::{AuditEvent, Auditor};
+use super::directory::Directory;
+use super::live::LiveSessions;
+use super::password::{PasswordHasher, Verdict};
+use super::throttle::Throttle;
+use super::tokens::Tokens;
+use crate::clock::Clock;
+use crate::crypto::Secrets;
+use crate::error::{Error, Result};
+use crate::mail::Mailer;
+use crate::metrics::Metrics;
+use crate::model::{ClientInfo, EndReason, Principal, RefreshRecord, TokenSet, User, UserSummary};
+use crate::store::Store;
+use crate::store::sessions::NewSession;
+
+pub struct Core {
+    pub(super) store: Store,
+    pub(super) clock: Clock,
+    pub(super) hasher: PasswordHasher,
+    pub(super) tokens: Tokens,
+    pub(super) secrets: Arc<Secrets>,
+    pub(super) live: Arc<LiveSessions>,
+    pub(super) directory: Arc<Directory>,
+    pub(super) throttle: Throttle,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) auditor: Auditor,
+    pub(super) settings: AuthSettings,
+    /// The relying party of passkeys; `None` when passkeys are off.
+    pub(super) webauthn: Option<Arc<webauthn_rs::Webauthn>>,
+    pub(super) mailer: Arc<Mailer>,
+}
+
+impl Core {
+    pub(super) async fn audit(
+        &self,
+        event: AuditEvent,
+        user_id: Option<Uuid>,
+        session_id: Option<Uuid>,
+        client: Option<&ClientInfo>,
+    ) {
+        self.auditor
+            .record(event, user_id, session_id, client)
+            .await;
+    }
+
+    /// The caller's account. A session outliving its user cannot happen (ON DELETE CASCADE);
+    /// were it to, the token is as good as invalid.
+    pub(super) async fn user(&self, who: &Principal) -> Result<User> {
+        self.store
+            .user_by_id(who.user_id)
+            .await?
+            .ok_or(Error::TokenInvalid)
+    }
+
+    /// A bearer call's re-check of the password, within the account's allowance of failures (a
+    /// stolen access token must not make a password oracle).
+    pub(super) async fn recheck_password(&self, user: &User, password: SecretString) -> Result<()> {
+        let hash = user.password_hash.clone();
+        let checked = self
+            .throttle
+            .within_allowance(&user.email_normalized, async {
+                let verdict = self.hasher.verify(password, Some(hash)).await?;
+                Ok(matches!(verdict, Verdict::Match { .. }).then_some(()))
+            })
+            .await?;
+        checked.ok_or(Error::PasswordRecheckFailed)
+    }
+
+    /// Opens a session for `user` with its first tokens, unless the account was disabled or its
+    /// password changed since `user` was read (the check began): `None` then.
+    pub(super) async fn open_session(
+        &self,
+        user: &User,
+        amr: Vec<String>,
+        client: &ClientInfo,
+    ) -> Result<Option<TokenSet>> {
+        let now = self.clock.now_ms();
+        let session_id = Uuid::now_v7();
+        let refresh = RefreshRecord {
+            jti: Uuid::new_v4(),
+            session_id,
+            issued_at: now,
+            expires_at: now + self.settings.refresh_ttl.as_millis() as i64,
+            consumed_at: None,
+        };
+        let ip = client.ip.map(|ip| ip.to_string());
+        let opened = self
+            .store
+            .insert_session(&NewSession {
+                id: session_id,
+                user_id: user.id,
+                amr: &amr,
+                ip: ip.as_deref(),
+                user_agent: client.user_agent.as_deref(),
+                refresh: &refresh,
+                auth_epoch: user.auth_epoch,
+            })
+            .await?;
+        if !opened {
+            return Ok(None);
+        }
+        self.token_set(user, &amr, &refresh).map(Some)
+    }
+
+    pub(super) fn token_set(
+        &self,
+        user: &User,
+        amr: &[String],
+        refresh: &RefreshRecord,
+    ) -> Result<TokenSet> {
+        Ok(TokenSet {
+            access_token: self.tokens.access(
+                user.id,
+                refresh.session_id,
+                amr,
+                &user.roles,
+                self.clock.now_seconds(),
+            )?,
+            refresh_token: self.tokens.refresh(
+                user.id,
+                refresh.session_id,
+                refresh.jti,
+                refresh.issued_at,
+                refresh.expires_at,
+            )?,
+            expires_in: self.tokens.access_ttl_seconds(),
+            user: UserSummary::from(user),
+            session_id: refresh.session_id,
+        })
+    }
+
+    /// Revokes one session of a user; false if it is not theirs or no longer active.
+    pub(super) async fn end_session(
+        &self,
+        user_id: Uuid,
+        session: Uuid,
+        reason: EndReason,
+    ) -> Result<bool> {
+        let now = self.clock.now_ms();
+        let ended = self
+            .store
+            .revoke_session(user_id, session, reason.as_str(), now)
+            .await?;
+        if ended {
+            self.ended(&[session], now, reason);
+        }
+        Ok(ended)
+    }
+
+    /// Revokes every session of a user but `keep`; returns how many there were.
+    pub(super) async fn end_sessions(
+        &self,
+        user_id: Uuid,
+        keep: Option<Uuid>,
+        reason: EndReason,
+    ) -> Result<u64> {
+        let now = self.clock.now_ms();
+        let ended = self
+            .store
+            .revoke_user_sessions(user_id, keep, reason.as_str(), now)
+            .await?;
+        self.ended(&ended, now, reason);
+        Ok(ended.len() as u64)
+    }
+
+    /// Makes revocations committed to the database known here at once (elsewhere by polling).
+    pub(super) fn ended(&self, sessions: &[Uuid], at: i64, reason: EndReason) {
+        self.live.revoked(sessions, at);
+        self.metrics.revoked(reason.as_str(), sessions.len() as u64);
+    }
+
+    /// Records what an operator did to `target`: for an admin, with their id (`actor_id`), their
+    /// session and where they called from.
+    pub(crate) async fn audit_by(&self, op: Operator<'_>, event: AuditEvent, target: Option<Uuid>) {
+        match op {
+            Operator::Cli => self.audit(event, target, None, None).await,
+            Operator::Admin { who, client } => {
+                self.auditor
+                    .record_by(
+                        event,
+                        Some(who.user_id),
+                        target,
+                        Some(who.session_id),
+                        Some(client),
+                    )
+                    .await
+            }
+        }
+    }
+}
