@@ -18,7 +18,7 @@ use crate::domain::{Email, FullName, Role};
 use crate::http::{self, AppState};
 use crate::private_files;
 use crate::server;
-use crate::services::{Services, key_file_path};
+use crate::services::{Opening, Services, key_file_path};
 use crate::store::purge::Purged;
 
 /// How often each instance re-reads the signing keys, so a rotation done elsewhere (the CLI,
@@ -51,14 +51,8 @@ impl Application {
         settings: &Settings,
         clock: Clock,
     ) -> anyhow::Result<Application> {
-        let services = Arc::new(Services::open(settings, clock).await?);
-        services.transport.prepare()?;
-        if let Some(db) = settings.sqlite_path() {
-            private_files::warn_if_shared(&db, "database file");
-            if settings.master_key.is_none() {
-                private_files::warn_if_shared(&key_file_path(&db), "master key file");
-            }
-        }
+        // The port first: a service that cannot listen must leave nothing behind (no database,
+        // key or mail folder made for nothing).
         let listener = listen(settings.listen)
             .with_context(|| format!("cannot listen on {}", settings.listen))?;
         let metrics_listener = match settings.metrics_listen {
@@ -69,6 +63,14 @@ impl Application {
             ),
             None => None,
         };
+        let services = Arc::new(Services::open(settings, clock, Opening::Create).await?);
+        services.transport.prepare()?;
+        if let Some(db) = settings.sqlite_path() {
+            private_files::warn_if_shared(&db, "database file");
+            if settings.master_key.is_none() {
+                private_files::warn_if_shared(&key_file_path(&db), "master key file");
+            }
+        }
         let state = AppState::new(services.clone(), settings)?;
         Ok(Application {
             listener,
@@ -87,6 +89,10 @@ impl Application {
         })
     }
 
+    #[expect(
+        clippy::expect_used,
+        reason = "a bound TCP listener always has a local address"
+    )]
     pub fn local_addr(&self) -> SocketAddr {
         self.listener
             .local_addr()

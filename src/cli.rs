@@ -3,7 +3,7 @@
 use std::io::BufRead as _;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{Args as _, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 use secrecy::SecretString;
 use serde_json::json;
 
@@ -11,10 +11,10 @@ use crate::app::{Application, shutdown_signal};
 use crate::auth::AuthService;
 use crate::auth::admin::Operator;
 use crate::clock::{Clock, rfc3339};
-use crate::config::{Settings, SettingsArgs};
+use crate::config::{COMMON_SETTINGS, Settings, SettingsArgs};
 use crate::domain::{Email, FullName, Role};
 use crate::error::Error;
-use crate::services::{Services, open_store};
+use crate::services::{Opening, Services, master_key, open_store};
 use crate::telemetry;
 
 mod audit;
@@ -30,18 +30,19 @@ use clients::clients;
     about = "Self-hosted authentication service for business APIs"
 )]
 pub struct Cli {
-    #[command(flatten)]
-    pub settings: SettingsArgs,
     #[command(subcommand)]
     pub command: Command,
 }
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the service
+    /// Run the service (every setting: `gatehouse help settings`)
     Serve,
-    /// Apply database migrations and exit
+    /// Create the database if there is none, apply its migrations, and exit
     Migrate,
+    /// Every setting of the service: its flag, its environment variable and its default (keys of
+    /// the --config file are the flags' names with `_` for `-`)
+    Settings,
     /// Manage accounts
     #[command(subcommand)]
     User(UserCommand),
@@ -76,8 +77,10 @@ pub enum Command {
 pub enum UserCommand {
     /// Create an account; prints its id
     Add {
+        /// The account's e-mail address, its sign-in name (verified: an operator vouches for it)
         #[arg(long)]
         email: String,
+        /// The account's full name, as shown to its owner and in forward-auth's Remote-Name
         #[arg(long)]
         name: String,
         /// Read the password from the first line of standard input
@@ -112,8 +115,10 @@ pub enum UserCommand {
     Delete { email: String },
     /// Create an account without a password and mail its owner an invitation link; prints its id
     Invite {
+        /// The address the invitation goes to, the account's sign-in name
         #[arg(long)]
         email: String,
+        /// The account's full name
         #[arg(long)]
         name: String,
         /// Give the new account this role (repeatable)
@@ -157,17 +162,66 @@ pub enum KeysCommand {
     },
 }
 
+/// The command line: the settings every command reads are global flags; the server's own are
+/// flags of `serve` (and of the `settings` help topic). They are still read from the environment
+/// and the file for every command, and still accepted before the command name (hidden there), so
+/// `gatehouse user add --help` shows what `user add` takes and not forty server settings.
+fn command_line() -> clap::Command {
+    let every = SettingsArgs::augment_args(clap::Command::new("settings"));
+    let (common, server): (Vec<clap::Arg>, Vec<clap::Arg>) = every
+        .get_arguments()
+        .cloned()
+        .partition(|a| COMMON_SETTINGS.contains(&a.get_id().as_str()));
+    let shown = |args: &[clap::Arg]| args.to_vec();
+    Cli::command()
+        .args(
+            common
+                .into_iter()
+                .map(|a| a.global(true).help_heading("Settings (every command)")),
+        )
+        .args(server.iter().cloned().map(|a| a.hide(true)))
+        .mut_subcommand("serve", |c| c.args(shown(&server)))
+        .mut_subcommand("settings", |c| c.args(shown(&server)))
+}
+
+/// The command and its settings: a setting given after `serve` wins over one given before it.
+fn parse() -> (Command, SettingsArgs) {
+    let matches = command_line().get_matches();
+    let parsed = (|| {
+        let cli = Cli::from_arg_matches(&matches)?;
+        let mut settings = SettingsArgs::from_arg_matches(&matches)?;
+        if let Some(("serve", serve)) = matches.subcommand() {
+            settings.update_from_arg_matches(serve)?;
+        }
+        Ok::<_, clap::Error>((cli.command, settings))
+    })();
+    parsed.unwrap_or_else(|e| e.exit())
+}
+
 /// Parses the command line, runs the command, and turns any failure into one line on stderr.
 pub fn run() -> ExitCode {
-    let cli = Cli::parse();
-    let settings = match Settings::resolve(&cli.settings) {
+    let (command, args) = parse();
+    if let Command::Settings = command {
+        let mut line = command_line();
+        if let Some(topic) = line.find_subcommand_mut("settings") {
+            let _ = topic.print_long_help();
+        }
+        return ExitCode::SUCCESS;
+    }
+    let settings = match Settings::resolve(&args) {
         Ok(settings) => settings,
         Err(error) => {
             eprintln!("gatehouse: {error}");
             return ExitCode::from(2);
         }
     };
-    telemetry::init(&settings.log, settings.log_format);
+    // An administration command says what it did in its own lines: its log is for warnings,
+    // unless GATEHOUSE_LOG asks for more.
+    let filter = match (&command, &args.log) {
+        (Command::Serve, _) | (_, Some(_)) => settings.log.as_str(),
+        _ => "warn",
+    };
+    telemetry::init(filter, settings.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -178,7 +232,7 @@ pub fn run() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(execute(cli.command, settings)) {
+    match runtime.block_on(execute(command, settings)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // `{:#}` prints the cause chain on one line.
@@ -195,10 +249,16 @@ async fn execute(command: Command, settings: Settings) -> anyhow::Result<()> {
             app.run_until(shutdown_signal()).await
         }
         Command::Migrate => {
-            open_store(&settings).await?;
+            let store = open_store(&settings, Opening::Create).await?;
+            // A new SQLite database gets its key file now, so that the commands after it (which
+            // never make one) work before the first start.
+            if settings.sqlite_path().is_some() {
+                master_key(&settings, &store, Opening::Create).await?;
+            }
             eprintln!("gatehouse: the database is up to date");
             Ok(())
         }
+        Command::Settings => Ok(()),
         Command::Openapi => {
             println!("{}", crate::http::openapi().to_pretty_json()?);
             Ok(())
@@ -234,7 +294,7 @@ async fn execute(command: Command, settings: Settings) -> anyhow::Result<()> {
 }
 
 async fn services(settings: &Settings) -> anyhow::Result<Services> {
-    Services::open(settings, Clock::system()).await
+    Services::open(settings, Clock::system(), Opening::Existing).await
 }
 
 fn email(raw: &str) -> anyhow::Result<Email> {
@@ -321,21 +381,7 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
                     .collect();
                 println!("{}", serde_json::to_string_pretty(&items)?);
             } else {
-                println!(
-                    "{:<36}  {:<32}  {:<8}  {:<3}  {:<20}  NAME",
-                    "ID", "EMAIL", "STATE", "2FA", "CREATED"
-                );
-                for u in &users {
-                    println!(
-                        "{:<36}  {:<32}  {:<8}  {:<3}  {:<20}  {}",
-                        u.id,
-                        u.email,
-                        if u.disabled { "disabled" } else { "active" },
-                        if u.two_factor_enabled() { "on" } else { "off" },
-                        rfc3339(u.created_at),
-                        u.full_name
-                    );
-                }
+                print_table(&users);
             }
         }
         UserCommand::Disable { email: raw } => {
@@ -445,6 +491,50 @@ async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
         }
     }
     Ok(())
+}
+
+/// `user list`: one account a line, each column as wide as its widest value.
+fn print_table(users: &[crate::model::User]) {
+    let header = [
+        "ID", "EMAIL", "NAME", "ROLES", "STATE", "2FA", "VERIFIED", "CREATED",
+    ];
+    let rows: Vec<[String; 8]> = users
+        .iter()
+        .map(|u| {
+            [
+                u.id.to_string(),
+                u.email.clone(),
+                u.full_name.clone(),
+                if u.roles.is_empty() {
+                    "-".to_owned()
+                } else {
+                    u.roles.join(",")
+                },
+                (if u.disabled { "disabled" } else { "active" }).to_owned(),
+                (if u.two_factor_enabled() { "on" } else { "off" }).to_owned(),
+                (if u.email_verified { "yes" } else { "no" }).to_owned(),
+                rfc3339(u.created_at),
+            ]
+        })
+        .collect();
+    let mut widths = header.map(|h| h.chars().count());
+    for row in &rows {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
+    let line = |cells: &[&str]| {
+        let padded: Vec<String> = cells
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell}{}", " ".repeat(width - cell.chars().count())))
+            .collect();
+        println!("{}", padded.join("  ").trim_end());
+    };
+    line(&header);
+    for row in &rows {
+        line(&row.each_ref().map(String::as_str));
+    }
 }
 
 async fn keys(command: KeysCommand, services: &Services) -> anyhow::Result<()> {

@@ -44,10 +44,23 @@ pub struct Services {
     mail_lease: Duration,
 }
 
+/// What opening the services may make. The server and `migrate` make a missing database and
+/// master key; every other command works on what is there, so that one run from the wrong
+/// folder, or before a restore is complete, cannot leave a fresh database or a wrong key behind.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Opening {
+    Create,
+    Existing,
+}
+
 impl Services {
-    pub async fn open(settings: &Settings, clock: Clock) -> anyhow::Result<Services> {
-        let store = open_store(settings).await?;
-        let secrets = Arc::new(Secrets::new(&master_key(settings)?));
+    pub async fn open(
+        settings: &Settings,
+        clock: Clock,
+        opening: Opening,
+    ) -> anyhow::Result<Services> {
+        let store = open_store(settings, opening).await?;
+        let secrets = Arc::new(Secrets::new(&master_key(settings, &store, opening).await?));
         // A retired key verifies (and is published) as long as anything it signed can be valid.
         let retain = settings.access_token_ttl.max(settings.refresh_token_ttl) + LEEWAY;
         let keyring =
@@ -173,10 +186,18 @@ fn mail(
 }
 
 /// Connects and brings the schema up to date.
-pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
+pub async fn open_store(settings: &Settings, opening: Opening) -> anyhow::Result<Store> {
     if let Some(path) = settings.sqlite_path() {
-        private_files::create_owner_only(&path)
-            .with_context(|| format!("cannot create the database file {}", path.display()))?;
+        match opening {
+            Opening::Create => private_files::create_owner_only(&path)
+                .with_context(|| format!("cannot create the database file {}", path.display()))?,
+            Opening::Existing if !path.exists() => anyhow::bail!(
+                "there is no database at {}: run this where the service keeps its data, or set \
+                 GATEHOUSE_DATABASE_URL (`gatehouse serve` or `gatehouse migrate` creates one)",
+                absolute(&path).display()
+            ),
+            Opening::Existing => {}
+        }
     }
     let store = Store::connect(settings.database_url.as_str())
         .await
@@ -188,9 +209,15 @@ pub async fn open_store(settings: &Settings) -> anyhow::Result<Store> {
     Ok(store)
 }
 
-/// The master key from the settings, or from `gatehouse.master.key` beside the SQLite database,
-/// created there (mode 0600) on first start.
-fn master_key(settings: &Settings) -> anyhow::Result<MasterKey> {
+/// The master key from the settings, or from `gatehouse.master.key` beside the SQLite database.
+/// A key is made (mode 0600) only when it may be (`Opening::Create`) and only for a database that
+/// holds nothing sealed yet: beside one that does, a new key could open none of it, and would sit
+/// where the right one must be restored.
+pub async fn master_key(
+    settings: &Settings,
+    store: &Store,
+    opening: Opening,
+) -> anyhow::Result<MasterKey> {
     if let Some(key) = &settings.master_key {
         return Ok(key.clone());
     }
@@ -198,28 +225,46 @@ fn master_key(settings: &Settings) -> anyhow::Result<MasterKey> {
         .sqlite_path()
         .context("GATEHOUSE_MASTER_KEY is required unless the database is a SQLite file")?;
     let path = key_file_path(&db);
-    match read_key_file(&path)? {
-        Some(key) => Ok(key),
-        None => {
-            let key = MasterKey::generate();
-            match create_key_file(&path, &key) {
-                Ok(()) => {
-                    tracing::warn!(
-                        path = %path.display(),
-                        "generated a new master key: back it up with the database, which cannot be read without it"
-                    );
-                    Ok(key)
-                }
-                // Another process created it first: use theirs.
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                    read_key_file(&path)?.context("the master key file vanished")
-                }
-                Err(e) => Err(e).with_context(|| {
-                    format!("cannot create the master key file {}", path.display())
-                }),
-            }
+    if let Some(key) = read_key_file(&path)? {
+        return Ok(key);
+    }
+    let shown = absolute(&path);
+    if store.holds_sealed_data().await? {
+        anyhow::bail!(
+            "no master key file at {}: restore it from your backup (the database's secrets are \
+             sealed under the key it was made with), or set GATEHOUSE_MASTER_KEY",
+            shown.display()
+        );
+    }
+    if opening == Opening::Existing {
+        anyhow::bail!(
+            "no master key file at {}: `gatehouse serve` or `gatehouse migrate` makes one for a new \
+             database",
+            shown.display()
+        );
+    }
+    let key = MasterKey::generate();
+    match create_key_file(&path, &key) {
+        Ok(()) => {
+            tracing::warn!(
+                path = %shown.display(),
+                "generated a new master key: back it up with the database, which cannot be read without it"
+            );
+            Ok(key)
+        }
+        // Another process created it first: use theirs.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            read_key_file(&path)?.context("the master key file vanished")
+        }
+        Err(e) => {
+            Err(e).with_context(|| format!("cannot create the master key file {}", shown.display()))
         }
     }
+}
+
+/// A path as an operator can find it, whatever folder the command ran in.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 
 pub fn key_file_path(db: &Path) -> PathBuf {

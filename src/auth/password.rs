@@ -55,6 +55,10 @@ pub fn check_policy(password: &str) -> Result<()> {
     Ok(())
 }
 
+#[expect(
+    clippy::expect_used,
+    reason = "the OWASP parameters are constants Argon2 accepts"
+)]
 fn argon2() -> Argon2<'static> {
     let params =
         Params::new(MEMORY_KIB, ITERATIONS, LANES, None).expect("OWASP parameters are valid");

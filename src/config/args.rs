@@ -8,308 +8,151 @@ use std::path::PathBuf;
 #[derive(Debug, Default, Clone, clap::Args)]
 pub struct SettingsArgs {
     /// TOML file with settings (keys as in the table of the README)
-    #[arg(long, env = "GATEHOUSE_CONFIG", global = true, value_name = "FILE")]
+    #[arg(long, env = "GATEHOUSE_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address to serve on [default: 127.0.0.1:8080]
-    #[arg(long, env = "GATEHOUSE_LISTEN", global = true, value_name = "ADDR")]
+    #[arg(long, env = "GATEHOUSE_LISTEN", value_name = "ADDR")]
     pub listen: Option<String>,
     /// sqlite://PATH or postgres://… [default: sqlite://gatehouse.db]
-    #[arg(
-        long,
-        env = "GATEHOUSE_DATABASE_URL",
-        global = true,
-        value_name = "URL"
-    )]
+    #[arg(long, env = "GATEHOUSE_DATABASE_URL", value_name = "URL")]
     pub database_url: Option<String>,
     /// Base64 of 32 bytes; encrypts TOTP secrets and signing keys
     #[arg(
         long,
         env = "GATEHOUSE_MASTER_KEY",
-        global = true,
         value_name = "BASE64",
         hide_env_values = true
     )]
     pub master_key: Option<String>,
     /// Access token lifetime [default: 24h]
-    #[arg(
-        long,
-        env = "GATEHOUSE_ACCESS_TOKEN_TTL",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_ACCESS_TOKEN_TTL", value_name = "DURATION")]
     pub access_token_ttl: Option<String>,
     /// Refresh token lifetime [default: 30d]
-    #[arg(
-        long,
-        env = "GATEHOUSE_REFRESH_TOKEN_TTL",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_REFRESH_TOKEN_TTL", value_name = "DURATION")]
     pub refresh_token_ttl: Option<String>,
     /// Two-factor challenge lifetime [default: 5m]
-    #[arg(
-        long,
-        env = "GATEHOUSE_TEMP_TOKEN_TTL",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_TEMP_TOKEN_TTL", value_name = "DURATION")]
     pub temp_token_ttl: Option<String>,
     /// How long a rotated refresh token may still be presented by a racing client [default: 10s]
-    #[arg(
-        long,
-        env = "GATEHOUSE_REFRESH_REUSE_GRACE",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_REFRESH_REUSE_GRACE", value_name = "DURATION")]
     pub refresh_reuse_grace: Option<String>,
     /// `open` enables POST /auth/register [default: closed]
-    #[arg(
-        long,
-        env = "GATEHOUSE_REGISTRATION",
-        global = true,
-        value_name = "open|closed"
-    )]
+    #[arg(long, env = "GATEHOUSE_REGISTRATION", value_name = "open|closed")]
     pub registration: Option<String>,
     /// `off` disables login throttling [default: on]
-    #[arg(
-        long,
-        env = "GATEHOUSE_RATE_LIMIT",
-        global = true,
-        value_name = "on|off"
-    )]
+    #[arg(long, env = "GATEHOUSE_RATE_LIMIT", value_name = "on|off")]
     pub rate_limit: Option<String>,
     /// Comma-separated CIDRs whose X-Forwarded-For is believed [default: none]
-    #[arg(
-        long,
-        env = "GATEHOUSE_TRUSTED_PROXIES",
-        global = true,
-        value_name = "CIDRS"
-    )]
+    #[arg(long, env = "GATEHOUSE_TRUSTED_PROXIES", value_name = "CIDRS")]
     pub trusted_proxies: Option<String>,
     /// `iss` of issued tokens [default: gatehouse]
-    #[arg(long, env = "GATEHOUSE_ISSUER", global = true)]
+    #[arg(long, env = "GATEHOUSE_ISSUER")]
     pub issuer: Option<String>,
     /// `aud` of access tokens [default: gatehouse-api]
-    #[arg(long, env = "GATEHOUSE_AUDIENCE", global = true)]
+    #[arg(long, env = "GATEHOUSE_AUDIENCE")]
     pub audience: Option<String>,
     /// A client must send a request's headers within this [default: 10s]
-    #[arg(
-        long,
-        env = "GATEHOUSE_HEADER_TIMEOUT",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_HEADER_TIMEOUT", value_name = "DURATION")]
     pub header_timeout: Option<String>,
     /// A client must send a request's whole body within this [default: 10s]
-    #[arg(
-        long,
-        env = "GATEHOUSE_BODY_TIMEOUT",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_BODY_TIMEOUT", value_name = "DURATION")]
     pub body_timeout: Option<String>,
     /// Open client connections at most; more wait to be accepted [default: 1024]
-    #[arg(
-        long,
-        env = "GATEHOUSE_MAX_CONNECTIONS",
-        global = true,
-        value_name = "N"
-    )]
+    #[arg(long, env = "GATEHOUSE_MAX_CONNECTIONS", value_name = "N")]
     pub max_connections: Option<String>,
     /// A write that makes no progress for this long ends the connection [default: 10s]
-    #[arg(
-        long,
-        env = "GATEHOUSE_WRITE_TIMEOUT",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_WRITE_TIMEOUT", value_name = "DURATION")]
     pub write_timeout: Option<String>,
     /// A connection older than this is closed after its request in flight [default: 5m]
-    #[arg(
-        long,
-        env = "GATEHOUSE_CONNECTION_LIFETIME",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_CONNECTION_LIFETIME", value_name = "DURATION")]
     pub connection_lifetime: Option<String>,
     /// Open connections per client address (IPv6: per /64) at most [default: 64]
-    #[arg(
-        long,
-        env = "GATEHOUSE_MAX_CONNECTIONS_PER_CLIENT",
-        global = true,
-        value_name = "N"
-    )]
+    #[arg(long, env = "GATEHOUSE_MAX_CONNECTIONS_PER_CLIENT", value_name = "N")]
     pub max_connections_per_client: Option<String>,
     /// `on` serves Swagger UI at /docs [default: off]
-    #[arg(long, env = "GATEHOUSE_DOCS", global = true, value_name = "on|off")]
+    #[arg(long, env = "GATEHOUSE_DOCS", value_name = "on|off")]
     pub docs: Option<String>,
     /// On SIGTERM/SIGINT, how long requests in flight may take to finish [default: 30s]
-    #[arg(
-        long,
-        env = "GATEHOUSE_SHUTDOWN_TIMEOUT",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_SHUTDOWN_TIMEOUT", value_name = "DURATION")]
     pub shutdown_timeout: Option<String>,
     /// How long audit events are kept [default: 90d]
-    #[arg(
-        long,
-        env = "GATEHOUSE_AUDIT_RETENTION",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_AUDIT_RETENTION", value_name = "DURATION")]
     pub audit_retention: Option<String>,
     /// Address of a separate listener for Prometheus /metrics [default: off]
-    #[arg(
-        long,
-        env = "GATEHOUSE_METRICS_LISTEN",
-        global = true,
-        value_name = "ADDR"
-    )]
+    #[arg(long, env = "GATEHOUSE_METRICS_LISTEN", value_name = "ADDR")]
     pub metrics_listen: Option<String>,
     /// TOML file of access rules for forward-auth (docs/api.md §6) [default: none]
-    #[arg(
-        long,
-        env = "GATEHOUSE_ACCESS_RULES",
-        global = true,
-        value_name = "FILE"
-    )]
+    #[arg(long, env = "GATEHOUSE_ACCESS_RULES", value_name = "FILE")]
     pub access_rules: Option<String>,
-    /// Log filter, e.g. `info` or `gatehouse=debug` [default: info]
-    #[arg(long, env = "GATEHOUSE_LOG", global = true, value_name = "FILTER")]
+    /// Log filter, e.g. `info` or `gatehouse=debug` [default: info; `warn` for commands other than serve]
+    #[arg(long, env = "GATEHOUSE_LOG", value_name = "FILTER")]
     pub log: Option<String>,
     /// `text` or `json` [default: text]
-    #[arg(
-        long,
-        env = "GATEHOUSE_LOG_FORMAT",
-        global = true,
-        value_name = "text|json"
-    )]
+    #[arg(long, env = "GATEHOUSE_LOG_FORMAT", value_name = "text|json")]
     pub log_format: Option<String>,
     /// The address users reach the service at, e.g. https://login.example.com [default:
     /// http://<listen address>]
-    #[arg(long, env = "GATEHOUSE_PUBLIC_URL", global = true, value_name = "URL")]
+    #[arg(long, env = "GATEHOUSE_PUBLIC_URL", value_name = "URL")]
     pub public_url: Option<String>,
     /// Where /sign-in?return_to= may send a user: origins or URL prefixes, comma-separated
     /// [default: none: always /account]
-    #[arg(
-        long,
-        env = "GATEHOUSE_ALLOWED_RETURN_URLS",
-        global = true,
-        value_name = "URLS"
-    )]
+    #[arg(long, env = "GATEHOUSE_ALLOWED_RETURN_URLS", value_name = "URLS")]
     pub allowed_return_urls: Option<String>,
     /// Passkeys' relying-party id: the registrable domain of the pages [default: the public URL's
     /// host]
-    #[arg(
-        long,
-        env = "GATEHOUSE_WEBAUTHN_RP_ID",
-        global = true,
-        value_name = "DOMAIN"
-    )]
+    #[arg(long, env = "GATEHOUSE_WEBAUTHN_RP_ID", value_name = "DOMAIN")]
     pub webauthn_rp_id: Option<String>,
     /// Origins whose pages may use passkeys, comma-separated [default: the public URL's origin]
-    #[arg(
-        long,
-        env = "GATEHOUSE_WEBAUTHN_ORIGINS",
-        global = true,
-        value_name = "ORIGINS"
-    )]
+    #[arg(long, env = "GATEHOUSE_WEBAUTHN_ORIGINS", value_name = "ORIGINS")]
     pub webauthn_origins: Option<String>,
     /// smtp://host:port, smtp+starttls://…, smtps://user:pass@host:port [default: none: mails go
     /// to .eml files in the mail folder]
     #[arg(
         long,
         env = "GATEHOUSE_SMTP_URL",
-        global = true,
         value_name = "URL",
         hide_env_values = true
     )]
     pub smtp_url: Option<String>,
     /// From address of mails, e.g. `Gatehouse <no-reply@example.com>` [default: Gatehouse
     /// <gatehouse@localhost>]
-    #[arg(
-        long,
-        env = "GATEHOUSE_MAIL_FROM",
-        global = true,
-        value_name = "MAILBOX"
-    )]
+    #[arg(long, env = "GATEHOUSE_MAIL_FROM", value_name = "MAILBOX")]
     pub mail_from: Option<String>,
     /// Folder of the .eml files when no SMTP server is set [default: mail/ beside a SQLite
     /// database, else in the working folder]
-    #[arg(long, env = "GATEHOUSE_MAIL_DIR", global = true, value_name = "DIR")]
+    #[arg(long, env = "GATEHOUSE_MAIL_DIR", value_name = "DIR")]
     pub mail_dir: Option<String>,
     /// Folder of mail templates replacing the embedded ones [default: none]
-    #[arg(
-        long,
-        env = "GATEHOUSE_MAIL_TEMPLATES",
-        global = true,
-        value_name = "DIR"
-    )]
+    #[arg(long, env = "GATEHOUSE_MAIL_TEMPLATES", value_name = "DIR")]
     pub mail_templates: Option<String>,
     /// Product name in mails [default: Gatehouse]
-    #[arg(
-        long,
-        env = "GATEHOUSE_PRODUCT_NAME",
-        global = true,
-        value_name = "NAME"
-    )]
+    #[arg(long, env = "GATEHOUSE_PRODUCT_NAME", value_name = "NAME")]
     pub product_name: Option<String>,
     /// Longest wait between two delivery attempts of a mail [default: 30s]
-    #[arg(
-        long,
-        env = "GATEHOUSE_MAIL_RETRY_MAX",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_MAIL_RETRY_MAX", value_name = "DURATION")]
     pub mail_retry_max: Option<String>,
     /// An SMTP exchange that takes longer is abandoned and retried later [default: 10s]
-    #[arg(
-        long,
-        env = "GATEHOUSE_SMTP_TIMEOUT",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_SMTP_TIMEOUT", value_name = "DURATION")]
     pub smtp_timeout: Option<String>,
     /// Lifetime of a password-reset link [default: 1h]
-    #[arg(
-        long,
-        env = "GATEHOUSE_RESET_TOKEN_TTL",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_RESET_TOKEN_TTL", value_name = "DURATION")]
     pub reset_token_ttl: Option<String>,
     /// Lifetime of an address-verification link [default: 24h]
-    #[arg(
-        long,
-        env = "GATEHOUSE_VERIFY_TOKEN_TTL",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_VERIFY_TOKEN_TTL", value_name = "DURATION")]
     pub verify_token_ttl: Option<String>,
     /// Lifetime of an invitation link [default: 7d]
-    #[arg(
-        long,
-        env = "GATEHOUSE_INVITE_TOKEN_TTL",
-        global = true,
-        value_name = "DURATION"
-    )]
+    #[arg(long, env = "GATEHOUSE_INVITE_TOKEN_TTL", value_name = "DURATION")]
     pub invite_token_ttl: Option<String>,
     /// `on`: a right password for an unverified address is refused [default: off]
-    #[arg(
-        long,
-        env = "GATEHOUSE_REQUIRE_VERIFIED_EMAIL",
-        global = true,
-        value_name = "on|off"
-    )]
+    #[arg(long, env = "GATEHOUSE_REQUIRE_VERIFIED_EMAIL", value_name = "on|off")]
     pub require_verified_email: Option<String>,
     /// PEM file of CA certificates trusted for the SMTP server's certificate, beside the
     /// system's (smtp+starttls:// and smtps:// only) [default: none]
-    #[arg(
-        long,
-        env = "GATEHOUSE_SMTP_CA_FILE",
-        global = true,
-        value_name = "FILE"
-    )]
+    #[arg(long, env = "GATEHOUSE_SMTP_CA_FILE", value_name = "FILE")]
     pub smtp_ca_file: Option<String>,
 }
+
+/// The settings every command reads: where the data is and how to log. The others are the
+/// server's, shown by `gatehouse serve --help` and `gatehouse help settings` (a command other than
+/// `serve` still reads them from the environment and the file: `user invite` mails links).
+pub const COMMON_SETTINGS: &[&str] = &["config", "database_url", "master_key", "log", "log_format"];

@@ -16,7 +16,7 @@ mod values;
 mod webauthn;
 
 pub use crate::crypto::MasterKey;
-pub use args::SettingsArgs;
+pub use args::{COMMON_SETTINGS, SettingsArgs};
 pub use mail::{MailDelivery, MailSettings};
 pub use return_urls::ReturnUrls;
 pub use values::{DatabaseUrl, LogFormat, SettingsError, redact_url, sqlite_path};

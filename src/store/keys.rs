@@ -15,6 +15,15 @@ pub struct KeyRow {
 const KEY_COLUMNS: &str = "kid, private_key, public_key, state, created_at";
 
 impl Store {
+    /// Whether anything in the database is sealed under a master key: signing keys (made at the
+    /// first start), TOTP secrets, outbox mail. Such a database cannot be used with a new key.
+    pub async fn holds_sealed_data(&self) -> Result<bool> {
+        let sql = "SELECT (EXISTS (SELECT 1 FROM signing_keys) \
+                   OR EXISTS (SELECT 1 FROM users WHERE totp_secret IS NOT NULL OR totp_pending IS NOT NULL) \
+                   OR EXISTS (SELECT 1 FROM mail_outbox))";
+        on_pool!(self, |pool| sqlx::query_scalar(sql).fetch_one(pool).await)
+    }
+
     /// The active key and the keys retired after `retired_after`, newest first.
     pub async fn signing_keys(&self, retired_after: i64) -> Result<Vec<KeyRow>> {
         let sql = format!(

@@ -134,7 +134,10 @@ impl Store {
                 checkpoint,
             }
         } else {
-            let options = PgConnectOptions::from_str(url)?;
+            // The server's NOTICEs ("relation _sqlx_migrations already exists, skipping") are
+            // no news to an operator: only warnings and errors are sent.
+            let options =
+                PgConnectOptions::from_str(url)?.options([("client_min_messages", "warning")]);
             let pool = Pool::connect(options, 16).await?;
             Backend::Postgres(pool)
         };

@@ -154,12 +154,14 @@ impl<C: Connection> Conn<C> {
 
 impl<C: Connection> std::ops::Deref for Conn<C> {
     type Target = C;
+    #[expect(clippy::expect_used, reason = "the connection is taken only in drop")]
     fn deref(&self) -> &C {
         self.conn.as_ref().expect("a connection until dropped")
     }
 }
 
 impl<C: Connection> std::ops::DerefMut for Conn<C> {
+    #[expect(clippy::expect_used, reason = "the connection is taken only in drop")]
     fn deref_mut(&mut self) -> &mut C {
         self.conn.as_mut().expect("a connection until dropped")
     }

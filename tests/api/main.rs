@@ -1,6 +1,10 @@
 //! Integration tests: the real service over HTTP (and the real binary for the CLI), on SQLite and,
 //! when `GATEHOUSE_TEST_POSTGRES_URL` is set, on PostgreSQL. One binary, so the suite links once.
 
+// A test that panics on a broken assumption is what a test should do: the lints that refuse
+// unwrap and expect in the service (Cargo.toml) do not apply here.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod authenticator;
 mod helpers;
 mod hostile;
@@ -11,6 +15,7 @@ mod abuse;
 mod admin;
 mod browser;
 mod cli;
+mod cli_safety;
 mod contacts;
 mod docs;
 mod errors;
