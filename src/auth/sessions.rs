@@ -14,6 +14,18 @@ use crate::model::{
     ClientInfo, EndReason, LogoutScope, Principal, RefreshRecord, Session, SessionInfo, TokenSet,
 };
 
+/// Why a refresh gave no tokens: a replayed token (its session ended), or any other error.
+enum Refused {
+    ReuseDetected,
+    Error(Error),
+}
+
+impl From<Error> for Refused {
+    fn from(error: Error) -> Self {
+        Refused::Error(error)
+    }
+}
+
 /// The sessions of an account: access tokens checked, refresh tokens rotated, sessions listed and ended.
 #[derive(Clone)]
 pub struct Sessions {
@@ -36,17 +48,30 @@ impl Sessions {
     }
 
     /// Rotates a refresh token: the presented one is used up, a new one is returned.
+    /// Each refresh is counted once, by its outcome: a detected reuse is not also an invalid token.
     pub async fn refresh(&self, token: &str, client: &ClientInfo) -> Result<TokenSet> {
         let result = self.rotate(token, client).await;
-        match &result {
-            Ok((_, outcome)) => self.core.metrics.refresh(*outcome),
-            Err(Error::RefreshTokenInvalid) => self.core.metrics.refresh(RefreshOutcome::Invalid),
-            Err(_) => {}
+        let outcome = match &result {
+            Ok((_, outcome)) => Some(*outcome),
+            Err(Refused::ReuseDetected) => Some(RefreshOutcome::ReuseDetected),
+            Err(Refused::Error(Error::RefreshTokenInvalid)) => Some(RefreshOutcome::Invalid),
+            Err(Refused::Error(_)) => None,
+        };
+        if let Some(outcome) = outcome {
+            self.core.metrics.refresh(outcome);
         }
-        result.map(|(tokens, _)| tokens)
+        match result {
+            Ok((tokens, _)) => Ok(tokens),
+            Err(Refused::ReuseDetected) => Err(Error::RefreshTokenInvalid),
+            Err(Refused::Error(error)) => Err(error),
+        }
     }
 
-    async fn rotate(&self, token: &str, client: &ClientInfo) -> Result<(TokenSet, RefreshOutcome)> {
+    async fn rotate(
+        &self,
+        token: &str,
+        client: &ClientInfo,
+    ) -> Result<(TokenSet, RefreshOutcome), Refused> {
         let claims = self.core.tokens.verify_refresh(token)?;
         let now = self.core.clock.now_ms();
         let next = RefreshRecord {
@@ -65,7 +90,7 @@ impl Sessions {
                 }
             };
         if session.id != claims.sid || session.user_id != claims.sub {
-            return Err(Error::RefreshTokenInvalid);
+            return Err(Error::RefreshTokenInvalid.into());
         }
         let user = self
             .core
@@ -74,7 +99,7 @@ impl Sessions {
             .await?
             .ok_or(Error::RefreshTokenInvalid)?;
         if user.disabled {
-            return Err(Error::RefreshTokenInvalid);
+            return Err(Error::RefreshTokenInvalid.into());
         }
         Ok((self.core.token_set(&user, &session.amr, &refresh)?, outcome))
     }
@@ -87,7 +112,7 @@ impl Sessions {
         claims: &RefreshClaims,
         now: i64,
         client: &ClientInfo,
-    ) -> Result<(Session, RefreshRecord)> {
+    ) -> Result<(Session, RefreshRecord), Refused> {
         let session = self
             .core
             .store
@@ -99,7 +124,7 @@ impl Sessions {
         // housekeeping keeps consumed records only for the grace window and a margin.
         let consumed_at = match self.core.store.refresh_token(claims.jti).await? {
             Some(presented) if presented.session_id != session.id => {
-                return Err(Error::RefreshTokenInvalid);
+                return Err(Error::RefreshTokenInvalid.into());
             }
             Some(presented) => Some(presented.consumed_at.ok_or(Error::RefreshTokenInvalid)?),
             None => None,
@@ -113,7 +138,6 @@ impl Sessions {
         self.core
             .end_session(session.user_id, session.id, EndReason::RefreshReuse)
             .await?;
-        self.core.metrics.refresh(RefreshOutcome::ReuseDetected);
         self.core
             .audit(
                 AuditEvent::RefreshReuseDetected,
@@ -123,7 +147,7 @@ impl Sessions {
             )
             .await;
         tracing::warn!(session = %session.id, user = %session.user_id, "refresh token reuse: session revoked");
-        Err(Error::RefreshTokenInvalid)
+        Err(Refused::ReuseDetected)
     }
 
     pub async fn logout(

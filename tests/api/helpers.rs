@@ -404,6 +404,26 @@ pub fn free_port() -> u16 {
     }
 }
 
+/// The Prometheus text of an app started with `metrics_listen`.
+pub async fn scrape(app: &TestApp) -> String {
+    let url = format!("{}/metrics", app.metrics_address.as_ref().unwrap());
+    let response = reqwest::get(url).await.unwrap();
+    assert_eq!(response.status(), 200);
+    response.text().await.unwrap()
+}
+
+/// The value of the sample whose line starts with `series` (name and labels, exactly), if any.
+pub fn metric(text: &str, series: &str) -> Option<f64> {
+    text.lines()
+        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
+        .map(|rest| rest.split_whitespace().next().unwrap().parse().unwrap())
+}
+
+/// `metric`, for a sample that must be there.
+pub fn sample(text: &str, series: &str) -> f64 {
+    metric(text, series).unwrap_or_else(|| panic!("no {series} in\n{text}"))
+}
+
 /// The `recoveryCodes` of a 200 answer (2FA enable, new recovery codes).
 pub fn recovery_codes(answer: &Answer) -> Vec<String> {
     answer.data(200)["recoveryCodes"]

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::helpers::{
     Backend, Http, Instance, PASSWORD, TestApp, TestDatabase, base32_decode, both_backends,
-    now_seconds, spawn_app_with,
+    now_seconds, sample, scrape, spawn_app_with,
 };
 
 both_backends!(
@@ -19,25 +19,6 @@ both_backends!(
     the_audit_trail_records_who_did_what_from_where,
     shutdown_answers_every_accepted_request,
 );
-
-async fn scrape(app: &TestApp) -> String {
-    let url = format!("{}/metrics", app.metrics_address.as_ref().unwrap());
-    let response = reqwest::get(url).await.unwrap();
-    assert_eq!(response.status(), 200);
-    response.text().await.unwrap()
-}
-
-/// The value of the sample whose line starts with `series` (name and labels, exactly).
-fn sample(text: &str, series: &str) -> f64 {
-    text.lines()
-        .find_map(|l| l.strip_prefix(series)?.strip_prefix(' '))
-        .unwrap_or_else(|| panic!("no {series} in\n{text}"))
-        .split_whitespace()
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap()
-}
 
 async fn metrics_are_on_their_own_listener_by_route_template(backend: Backend) {
     let app = spawn_app_with(

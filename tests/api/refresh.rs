@@ -3,7 +3,9 @@ use std::collections::HashSet;
 use gatehouse::config::SettingsArgs;
 use serde_json::json;
 
-use crate::helpers::{Backend, TestApp, both_backends, claims, spawn_app, spawn_app_with};
+use crate::helpers::{
+    Backend, TestApp, both_backends, claims, metric, scrape, spawn_app, spawn_app_with,
+};
 
 both_backends!(
     refresh_rotates_and_the_new_token_works,
@@ -80,6 +82,7 @@ async fn reuse_after_the_grace_window_ends_the_session(backend: Backend) {
         backend,
         SettingsArgs {
             refresh_reuse_grace: Some("1s".into()),
+            metrics_listen: Some("127.0.0.1:0".into()),
             ..Default::default()
         },
     )
@@ -106,6 +109,18 @@ async fn reuse_after_the_grace_window_ends_the_session(backend: Backend) {
     app.get("/api/v1/auth/me", &access)
         .await
         .error(401, "TOKEN_INVALID");
+    // Each refresh counted once, by what it was: the replay is a reuse, not also an invalid
+    // token; the refresh after it (its session ended) is an invalid one.
+    let text = scrape(&app).await;
+    let outcome = |o: &str| {
+        metric(
+            &text,
+            &format!(r#"gatehouse_refreshes_total{{outcome="{o}"}}"#),
+        )
+    };
+    assert_eq!(outcome("rotated"), Some(1.0));
+    assert_eq!(outcome("reuse_detected"), Some(1.0));
+    assert_eq!(outcome("invalid"), Some(1.0), "{text}");
 }
 
 async fn bad_refresh_tokens_are_refused(backend: Backend) {
