@@ -4,8 +4,9 @@ use std::path::PathBuf;
 
 /// The settings as clap reads them from flags and the environment (clap gives a flag precedence
 /// over its variable). They stay strings here so that every value, whatever its source, is parsed
-/// and reported by the same code.
-#[derive(Debug, Default, Clone, clap::Args)]
+/// and reported by the same code. No `Debug`: raw, they hold the master key and URLs with
+/// passwords; `Settings`, parsed, prints them masked.
+#[derive(Default, Clone, clap::Args)]
 pub struct SettingsArgs {
     /// TOML file with settings (keys as in the table of the README)
     #[arg(long, env = "GATEHOUSE_CONFIG", value_name = "FILE")]

@@ -8,13 +8,26 @@ use super::SettingsArgs;
 use super::values::{Setting, SettingsError, parse_choice, parse_duration};
 
 /// Where mail goes.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, PartialEq, Eq)]
 pub enum MailDelivery {
     /// An SMTP server, by a URL that `lettre` reads (the contract's `smtp+starttls://` is
     /// translated to lettre's `smtp://…?tls=required`). Never shown: it may hold a password.
     Smtp(String),
     /// `.eml` files in a folder (the default, for development and tests).
     Files(PathBuf),
+}
+
+/// The SMTP URL's password is masked.
+impl std::fmt::Debug for MailDelivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MailDelivery::Smtp(url) => f
+                .debug_tuple("Smtp")
+                .field(&super::values::redact_url(url))
+                .finish(),
+            MailDelivery::Files(dir) => f.debug_tuple("Files").field(dir).finish(),
+        }
+    }
 }
 
 #[derive(Clone, Debug)]

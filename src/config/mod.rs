@@ -322,6 +322,25 @@ mod tests {
         assert!(!s.docs);
     }
 
+    /// Settings may be logged or printed while debugging: no secret they hold shows.
+    #[test]
+    fn debug_output_masks_every_secret() {
+        let key = MasterKey::generate().encode();
+        let s = resolve(SettingsArgs {
+            database_url: Some("postgres://gate:db-s3cret@db.internal/gatehouse".into()),
+            master_key: Some(key.clone()),
+            smtp_url: Some("smtps://relay:smtp-s3cret@mail.internal:465".into()),
+            ..SettingsArgs::default()
+        })
+        .unwrap();
+        let shown = format!("{s:?} {:#?}", s.mail);
+        for secret in ["db-s3cret", "smtp-s3cret", key.as_str()] {
+            assert!(!shown.contains(secret), "{secret} in {shown}");
+        }
+        assert!(shown.contains("gate:***@db.internal"), "{shown}");
+        assert!(shown.contains("relay:***@mail.internal"), "{shown}");
+    }
+
     #[test]
     fn durations_take_seconds_or_units() {
         let d = |v: &str| parse_duration(&Setting { key: "x" }, v);

@@ -8,8 +8,8 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Http, Instance, PASSWORD, TestApp, TestDatabase, base32_decode, both_backends,
-    now_seconds, sample, scrape, spawn_app_with,
+    Backend, Http, Instance, PASSWORD, TestDatabase, base32_decode, both_backends, now_seconds,
+    sample, scrape, spawn_app_with,
 };
 
 both_backends!(
