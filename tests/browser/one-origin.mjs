@@ -81,10 +81,10 @@ await run("one-origin", async (browser) => {
 
   /**
    * Both tabs call the API at once. The first refresh is held until the second tab waits for the
-   * cross-tab lock (so the two calls really overlap); → the calls' results and how many refresh
-   * POSTs were made meanwhile.
+   * cross-tab lock (so the two calls really overlap). → the `expected` number of answers (of the
+   * API and of refresh) the browser saw meanwhile, sorted.
    */
-  async function bothTabsAtOnce() {
+  async function bothTabsAtOnce(expected) {
     let release;
     const held = new Promise((resolve) => (release = resolve));
     let refreshes = 0;
@@ -110,12 +110,13 @@ await run("one-origin", async (browser) => {
       assert(result.body[0]?.owner === email, `the API's own JSON: ${JSON.stringify(result.body)}`);
     }
     assert(refreshes === 1, `exactly one refresh between the two tabs, got ${refreshes}`);
+    await until(() => answers.length - from >= expected, `${expected} answers seen`);
     return answers.slice(from).sort();
   }
 
   // 1. Expired for the clients too (they count its 2 s on their own clock): refreshed first.
   await untilServiceRefuses((await stored(tab1)).accessToken);
-  const before = await bothTabsAtOnce();
+  const before = await bothTabsAtOnce(3);
   assert(
     JSON.stringify(before) === JSON.stringify(["/api/orders 200", "/api/orders 200", "/api/v1/auth/refresh 200"]),
     `refreshed before the calls, no 401: ${before}`,
@@ -130,7 +131,7 @@ await run("one-origin", async (browser) => {
   });
   await until(async () => (await stored(tab2)).expiresAt > Date.now() + 60_000, "the second tab sees it");
   await untilServiceRefuses((await stored(tab1)).accessToken);
-  const after = await bothTabsAtOnce();
+  const after = await bothTabsAtOnce(5);
   assert(
     JSON.stringify(after) ===
       JSON.stringify([
