@@ -1,6 +1,7 @@
 // Gatehouse browser client: sign-in (password, second factor, passkeys), tokens kept and refreshed,
-// typed errors. One ES module without dependencies; runs in browsers and in Node 20 or newer.
-// The README beside this file documents every method and why the tokens live where they do.
+// the self-service calls, an authenticated fetch for the application's own API, typed errors. One
+// ES module without dependencies; runs in browsers and in Node 20 or newer. The README beside this
+// file documents every method and why the tokens live where they do; gatehouse.d.ts types them.
 
 const API_PREFIX = "/api/v1";
 // A refresh that hangs would hold the cross-tab lock and stall every tab: give up after this.
@@ -16,9 +17,9 @@ export class GatehouseError extends Error {
    * @param {string} message human sentence
    * @param {{status?: number, code?: string, details?: object, cause?: unknown}} [info]
    *   status: the HTTP status (0 when no answer came); code: the envelope's `code`, or one of
-   *   NETWORK_ERROR, BAD_RESPONSE, NOT_SIGNED_IN, TEMP_TOKEN_INVALID, PASSKEY_UNSUPPORTED,
-   *   PASSKEY_CANCELLED, PASSKEY_ALREADY_REGISTERED made by the library; details: the
-   *   envelope's `details` ({} when none).
+   *   NETWORK_ERROR, BAD_RESPONSE, NOT_SIGNED_IN, ORIGIN_NOT_ALLOWED, TEMP_TOKEN_INVALID,
+   *   PASSKEY_UNSUPPORTED, PASSKEY_CANCELLED, PASSKEY_ALREADY_REGISTERED made by the library;
+   *   details: the envelope's `details` ({} when none).
    */
   constructor(message, { status = 0, code = "UNKNOWN_ERROR", details = {}, cause } = {}) {
     super(message, cause === undefined ? undefined : { cause });
@@ -60,6 +61,7 @@ export class Gatehouse {
   #fetch;
   #key;
   #marginMs;
+  #apiOrigins;
   #listeners = new Set();
   #storageListener = null;
   #refreshing = null; // the refresh in flight in this tab, shared by every caller
@@ -72,6 +74,7 @@ export class Gatehouse {
     fetch = globalThis.fetch,
     key = "gatehouse",
     refreshMarginSeconds = 60,
+    apiOrigins = [],
   } = {}) {
     if (typeof fetch !== "function") {
       throw new TypeError("Gatehouse needs a fetch function (global fetch or the `fetch` option)");
@@ -83,6 +86,7 @@ export class Gatehouse {
     this.#fetch = (input, init) => fetch(input, init);
     this.#key = key;
     this.#marginMs = Math.max(0, Number(refreshMarginSeconds) || 0) * 1000;
+    this.#apiOrigins = new Set([...apiOrigins].map(exactOrigin));
   }
 
   /** The signed-in user `{id, email, fullName}`, or null. */
@@ -187,21 +191,17 @@ export class Gatehouse {
   }
 
   /**
-   * A JSON call to the API; resolves to the envelope's `data`, rejects with GatehouseError.
-   * `path` is relative to `/api/v1` (`"/auth/me"`); one starting with `/api/` is used as is.
-   * With `auth` (the default) the call carries the access token, refreshed first when it expires
-   * within refreshMarginSeconds, and refreshed once more, the call then retried once, when the
-   * service answers 401 TOKEN_EXPIRED (or TOKEN_INVALID: the session may have been revoked).
+   * A JSON call to Gatehouse's API; resolves to the envelope's `data`, rejects with
+   * GatehouseError. `path` is relative to `/api/v1` (`"/auth/me"`); one starting with `/api/` is
+   * used as is. With `auth` (the default) the call carries the access token, refreshed first when
+   * it expires within refreshMarginSeconds, and refreshed once more, the call then retried once,
+   * when the service answers 401 TOKEN_EXPIRED (or TOKEN_INVALID: the session may have been
+   * revoked). For the application's own API, which answers without Gatehouse's envelope, use
+   * fetch().
    */
   async request(method, path, body, { auth = true, signal } = {}) {
     if (!auth) return this.#send(method, path, body, null, signal);
-    let session = this.#read();
-    if (!session) {
-      throw new GatehouseError("Not signed in.", { code: "NOT_SIGNED_IN" });
-    }
-    if (session.expiresAt - Date.now() <= this.#margin(session)) {
-      session = await this.#refreshFrom(session.refreshToken);
-    }
+    let session = await this.#freshSession();
     try {
       return await this.#send(method, path, body, session.accessToken, signal);
     } catch (error) {
@@ -211,6 +211,51 @@ export class Gatehouse {
       session = await this.#refreshFrom(session.refreshToken);
       return this.#send(method, path, body, session.accessToken, signal);
     }
+  }
+
+  /**
+   * An access token good for a while yet: the stored one, or a new one when it expires within
+   * refreshMarginSeconds (one refresh in flight across calls and tabs, as for request()).
+   */
+  async getAccessToken() {
+    return (await this.#freshSession()).accessToken;
+  }
+
+  /**
+   * `fetch(input, init)` with the access token as a bearer, for the application's own API: a URL
+   * of this page's origin, of Gatehouse's (baseUrl) or of one listed in `apiOrigins`; any other
+   * is refused (ORIGIN_NOT_ALLOWED) before anything is sent. The token is refreshed first when
+   * it expires within the margin; on a 401 it is refreshed once and the request sent once more.
+   * Resolves to the Response as it came (any status, any body); rejects with GatehouseError
+   * (NOT_SIGNED_IN, ORIGIN_NOT_ALLOWED, NETWORK_ERROR, a refused refresh's code), or with the
+   * signal's reason when `init.signal` aborts, as fetch does.
+   */
+  async fetch(input, init) {
+    init = init ?? {};
+    const request = typeof Request === "function" && input instanceof Request ? input : null;
+    const url = this.#apiUrl(request ? request.url : input);
+    let session = await this.#freshSession();
+    // A Request's body can be read once: each attempt sends a copy. A stream given as
+    // init.body cannot be copied, so that call is not sent twice (its 401 is handed back).
+    const template = request ? new Request(request, init) : null;
+    const retryable = template !== null || !isStream(init.body);
+    const attempt = (token) => {
+      if (template) {
+        const copy = template.clone();
+        copy.headers.set("Authorization", `Bearer ${token}`);
+        return this.#fetchRaw(copy);
+      }
+      const headers = new Headers(init.headers);
+      headers.set("Authorization", `Bearer ${token}`);
+      return this.#fetchRaw(url.href, { ...init, headers });
+    };
+    const response = await attempt(session.accessToken);
+    if (response.status !== 401 || !retryable) return response;
+    // Whatever the 401 says (the application's API may answer it in any form): one refresh, or
+    // the tokens another tab or call rotated meanwhile, and one more try.
+    await response.body?.cancel().catch(() => {});
+    session = await this.#refreshFrom(session.refreshToken);
+    return attempt(session.accessToken);
   }
 
   /**
@@ -265,7 +310,130 @@ export class Gatehouse {
     };
   }
 
+  // ---- self-service calls (docs/api.md §3, §7, §9): each resolves to what the call is about,
+  // a list as an array, nothing (undefined) where the service answers `{}` ----
+
+  /** Opens an account (GATEHOUSE_REGISTRATION=open); does not sign in. → the new user. */
+  async register(email, password, fullName) {
+    const body = { email, password, fullName };
+    return (await this.request("POST", "/auth/register", body, { auth: false })).user;
+  }
+
+  /** Mails a reset link to the address, if it has an account (the same answer either way). */
+  async forgotPassword(email) {
+    await this.request("POST", "/auth/password/forgot", { email }, { auth: false });
+  }
+
+  /** A new password with the token of the mailed `/reset-password?token=…` link. */
+  async resetPassword(token, newPassword) {
+    await this.request("POST", "/auth/password/reset", { token, newPassword }, { auth: false });
+  }
+
+  /** Confirms an address (a new account's, or an address change's) with its mailed token. */
+  async verifyEmail(token) {
+    await this.request("POST", "/auth/email/verify", { token }, { auth: false });
+  }
+
+  /** Mails the signed-in account's address a new verification link. */
+  async resendVerificationEmail() {
+    await this.request("POST", "/auth/email/verify/resend");
+  }
+
+  /** Starts an address change: a link goes to the new address (the change happens there). */
+  async changeEmail(newEmail, password) {
+    await this.request("POST", "/auth/email", { newEmail, password });
+  }
+
+  /** Changes the password; every other session of the account ends, this one stays. */
+  async changePassword(currentPassword, newPassword) {
+    await this.request("POST", "/auth/password", { currentPassword, newPassword });
+  }
+
+  /** The signed-in account as the service has it now (`GET /auth/me`). */
+  async me() {
+    return this.request("GET", "/auth/me");
+  }
+
+  /** Begins 2FA enrolment → `{secret, otpauthUri, qrCodeSvg}`, pending until enableTwoFactor. */
+  async setupTwoFactor(password) {
+    return this.request("POST", "/auth/2fa/setup", { password });
+  }
+
+  /** Turns 2FA on with a code of the pending secret → the ten recovery codes, shown this once. */
+  async enableTwoFactor(code) {
+    return (await this.request("POST", "/auth/2fa/enable", { code })).recoveryCodes;
+  }
+
+  /** Turns 2FA off (password, and a TOTP or recovery code). */
+  async disableTwoFactor(password, code) {
+    await this.request("POST", "/auth/2fa/disable", { password, code });
+  }
+
+  /** Ten new recovery codes (after a TOTP or recovery code); the old ones are void. */
+  async regenerateRecoveryCodes(code) {
+    return (await this.request("POST", "/auth/2fa/recovery-codes", { code })).recoveryCodes;
+  }
+
+  /** The account's live sessions, `current` marking this one. */
+  async listSessions() {
+    return (await this.request("GET", "/auth/sessions")).items;
+  }
+
+  /** Ends one session of the account; ending this one signs this client out. */
+  async deleteSession(id) {
+    const own = this.#sessionId();
+    await this.request("DELETE", `/auth/sessions/${encodeURIComponent(id)}`);
+    if (id === own) this.#signOut();
+  }
+
+  /** The account's passkeys. */
+  async listPasskeys() {
+    return (await this.request("GET", "/auth/passkeys")).items;
+  }
+
+  /** Renames a passkey → the passkey. */
+  async renamePasskey(id, name) {
+    return this.request("PATCH", `/auth/passkeys/${encodeURIComponent(id)}`, { name });
+  }
+
+  /** Removes a passkey from the account. */
+  async deletePasskey(id) {
+    await this.request("DELETE", `/auth/passkeys/${encodeURIComponent(id)}`);
+  }
+
+  /**
+   * Deletes the account (password, plus a TOTP or recovery code when 2FA is on) and signs this
+   * client out.
+   */
+  async deleteAccount(password, code) {
+    const body =
+      code === undefined || code === null || code === "" ? { password } : { password, code };
+    await this.request("DELETE", "/auth/me", body);
+    this.#signOut();
+  }
+
   // ---- tokens ----
+
+  /** The stored session, refreshed first when its access token expires within the margin. */
+  async #freshSession() {
+    const session = this.#read();
+    if (!session) throw new GatehouseError("Not signed in.", { code: "NOT_SIGNED_IN" });
+    if (session.expiresAt - Date.now() <= this.#margin(session)) {
+      return this.#refreshFrom(session.refreshToken);
+    }
+    return session;
+  }
+
+  /** The session id (`sid`) in the stored access token, or null. */
+  #sessionId() {
+    const token = this.#read()?.accessToken;
+    try {
+      const payload = token.split(".")[1];
+      return JSON.parse(new TextDecoder().decode(fromBase64Url(payload))).sid ?? null;
+    } catch {
+      return null;
+    }
+  }
 
   /** A refresh of the tokens whose refresh token was `seen`, shared by every caller. */
   #refreshFrom(seen) {
@@ -480,6 +648,55 @@ export class Gatehouse {
 
   // ---- HTTP ----
 
+  /**
+   * `input` as an absolute URL, if the access token may go there: this page's origin,
+   * Gatehouse's, or one of `apiOrigins`, over HTTP(S). Relative URLs resolve as fetch resolves
+   * them (against the document), or against baseUrl where there is no document (Node).
+   */
+  #apiUrl(input) {
+    const page = globalThis.document?.baseURI ?? globalThis.location?.href;
+    let url;
+    try {
+      url = new URL(String(input), page ?? (this.#baseUrl || undefined));
+    } catch (cause) {
+      throw new TypeError(`fetch needs a URL, not ${input}`, { cause });
+    }
+    const allowed = new Set(this.#apiOrigins);
+    for (const known of [globalThis.location?.origin, this.#gatehouseOrigin(page)]) {
+      if (known && known !== "null") allowed.add(known);
+    }
+    if (!/^https?:$/.test(url.protocol) || !allowed.has(url.origin)) {
+      throw new GatehouseError(
+        `The access token is not sent to ${url.origin}: list it in the apiOrigins option if it is your API.`,
+        { code: "ORIGIN_NOT_ALLOWED" },
+      );
+    }
+    return url;
+  }
+
+  #gatehouseOrigin(page) {
+    try {
+      return new URL(this.#baseUrl || "/", page).origin;
+    } catch {
+      return null;
+    }
+  }
+
+  /** The platform's fetch; a failure without an answer is NETWORK_ERROR, an abort stays one. */
+  async #fetchRaw(input, init) {
+    try {
+      return await this.#fetch(input, init);
+    } catch (cause) {
+      if (cause?.name === "AbortError" || init?.signal?.aborted || input?.signal?.aborted) {
+        throw cause;
+      }
+      throw new GatehouseError("The service could not be reached.", {
+        code: "NETWORK_ERROR",
+        cause,
+      });
+    }
+  }
+
   async #send(method, path, body, accessToken, signal) {
     const url = this.#baseUrl + (path.startsWith("/api/") ? path : API_PREFIX + path);
     const headers = { Accept: "application/json" };
@@ -527,6 +744,29 @@ export class Gatehouse {
 }
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `value` as an origin (`https://api.example.com`); anything more or less is a TypeError. */
+function exactOrigin(value) {
+  let url;
+  try {
+    url = new URL(String(value));
+  } catch (cause) {
+    throw new TypeError(`apiOrigins: ${value} is not an origin`, { cause });
+  }
+  if (
+    !/^https?:$/.test(url.protocol) ||
+    url.username ||
+    url.password ||
+    url.pathname !== "/" ||
+    url.search ||
+    url.hash
+  ) {
+    throw new TypeError(`apiOrigins: ${value} is not an origin such as https://api.example.com`);
+  }
+  return url.origin;
+}
+
+const isStream = (body) => typeof ReadableStream === "function" && body instanceof ReadableStream;
 
 function parseSession(raw) {
   if (typeof raw !== "string" || raw === "") return null;

@@ -29,7 +29,7 @@ both_backends!(
 );
 
 #[derive(Clone, Copy, Debug)]
-enum Kind {
+pub(crate) enum Kind {
     Nginx,
     Caddy,
 }
@@ -102,7 +102,7 @@ impl Drop for Proxy {
     }
 }
 
-fn installed(kind: Kind) -> bool {
+pub(crate) fn installed(kind: Kind) -> bool {
     let binary = match kind {
         Kind::Nginx => "nginx",
         Kind::Caddy => "caddy",
@@ -126,33 +126,13 @@ impl Proxy {
     /// requests to `upstream`.
     async fn start(kind: Kind, gatehouse: &str, upstream: SocketAddr) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
-        // nginx's workers run as nobody and read their temporary folders below this one.
-        #[cfg(unix)]
-        std::fs::set_permissions(
-            dir.path(),
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
         let port = crate::helpers::free_port();
-        let d = dir.path().display();
         let mut command = match kind {
             Kind::Nginx => {
                 let recipe = include_str!("../../docs/recipes/nginx.conf")
                     .replace("127.0.0.1:8080", gatehouse)
-                    .replace("127.0.0.1:3000", &upstream.to_string())
-                    .replace("listen 80;", &format!("listen 127.0.0.1:{port};"));
-                let conf = format!(
-                    "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
-                     events {{ worker_connections 64; }}\n\
-                     http {{\n access_log off;\n client_body_temp_path {d}/body;\n\
-                     proxy_temp_path {d}/proxy;\n fastcgi_temp_path {d}/fastcgi;\n\
-                     uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n{recipe}\n}}\n"
-                );
-                std::fs::write(dir.path().join("nginx.conf"), conf).unwrap();
-                let mut c = Command::new("nginx");
-                c.args(["-p", &d.to_string(), "-e", &format!("{d}/error.log")])
-                    .args(["-c", &format!("{d}/nginx.conf"), "-g", "daemon off;"]);
-                c
+                    .replace("127.0.0.1:3000", &upstream.to_string());
+                nginx_command(dir.path(), &recipe, port)
             }
             Kind::Caddy => {
                 let recipe = include_str!("../../docs/recipes/Caddyfile")
@@ -206,6 +186,28 @@ impl Proxy {
         }
         request.send().await.unwrap().status()
     }
+}
+
+/// Debian's nginx in the foreground with `server_block` (a recipe's, its `listen 80;` made
+/// `127.0.0.1:port`) as its only server, its configuration, pid, log and temporary files in `dir`.
+pub(crate) fn nginx_command(dir: &std::path::Path, server_block: &str, port: u16) -> Command {
+    // nginx's workers run as nobody and read their temporary folders below this one.
+    #[cfg(unix)]
+    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let d = dir.display();
+    let server_block = server_block.replace("listen 80;", &format!("listen 127.0.0.1:{port};"));
+    let conf = format!(
+        "worker_processes 1;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+         events {{ worker_connections 64; }}\n\
+         http {{\n access_log off;\n client_body_temp_path {d}/body;\n\
+         proxy_temp_path {d}/proxy;\n fastcgi_temp_path {d}/fastcgi;\n\
+         uwsgi_temp_path {d}/uwsgi;\n scgi_temp_path {d}/scgi;\n{server_block}\n}}\n"
+    );
+    std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+    let mut c = Command::new("nginx");
+    c.args(["-p", &d.to_string(), "-e", &format!("{d}/error.log")])
+        .args(["-c", &format!("{d}/nginx.conf"), "-g", "daemon off;"]);
+    c
 }
 
 fn rules_file(dir: &tempfile::TempDir) -> String {

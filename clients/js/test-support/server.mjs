@@ -12,8 +12,9 @@
 //                                         expiry tests check `expiresIn` and fail otherwise)
 //     GATEHOUSE_RATE_LIMIT=off            registration and login are throttled per address
 //   and passkeys allowed for GATEHOUSE_URL's origin, e.g. GATEHOUSE_URL and GATEHOUSE_PUBLIC_URL
-//   both http://localhost:PORT. The test that needs the CLI and the mail folder (invitations) is
-//   then skipped, saying why.
+//   both http://localhost:PORT; and GATEHOUSE_MAIL_DIR, its folder of .eml files (no SMTP), for
+//   the tests that follow mailed links. The test that needs the CLI (invitations) is then
+//   skipped, saying why, and so are those that need mail without GATEHOUSE_MAIL_DIR.
 
 import { spawn } from "node:child_process";
 import { createHmac, randomUUID } from "node:crypto";
@@ -76,12 +77,22 @@ export async function cli(args) {
 }
 
 /**
- * The token of the newest link to `page` mailed to `email`, waiting for the server's delivery
- * (the mail folder is its .eml outbox without SMTP).
+ * The folder of the service's .eml outbox: the started server's, or GATEHOUSE_MAIL_DIR with
+ * GATEHOUSE_URL; null when there is none (the tests that read mail then skip with NO_MAIL).
  */
-export async function mailedToken(email, page) {
+export async function mailFolder() {
+  if (process.env.GATEHOUSE_URL) return process.env.GATEHOUSE_MAIL_DIR || null;
   const s = await ownServer();
-  const folder = join(s.dir, "mail");
+  return s ? join(s.dir, "mail") : null;
+}
+export const NO_MAIL = "needs the service's mail folder (GATEHOUSE_BIN, or GATEHOUSE_MAIL_DIR with GATEHOUSE_URL)";
+
+/**
+ * The token of a link to `page` mailed to `email` and not in `skip`, waiting for the server's
+ * delivery (the mail folder is its .eml outbox without SMTP).
+ */
+export async function mailedToken(email, page, { skip = [] } = {}) {
+  const folder = await mailFolder();
   const pattern = new RegExp(`/${page}\\?token=([A-Za-z0-9_-]+)`);
   for (let i = 0; i < 150; i++) {
     let names = [];
@@ -95,7 +106,7 @@ export async function mailedToken(email, page) {
       const text = readFileSync(join(folder, name), "utf8").replace(/=\r?\n/g, "").replace(/=3D/g, "=");
       if (!new RegExp(`^To: .*${email.replace(/[.+]/g, "\\$&")}`, "mi").test(text)) continue;
       const m = pattern.exec(text);
-      if (m) return m[1];
+      if (m && !skip.includes(m[1])) return m[1];
     }
     await sleep(100);
   }
@@ -181,7 +192,8 @@ export class MemoryStorage {
 export function recordingFetch() {
   const calls = [];
   const fetchFn = (input, init = {}) => {
-    calls.push(`${init.method ?? "GET"} ${new URL(input).pathname}`);
+    const request = input instanceof Request ? input : null;
+    calls.push(`${init.method ?? request?.method ?? "GET"} ${new URL(request?.url ?? input).pathname}`);
     return fetch(input, init);
   };
   fetchFn.calls = calls;
@@ -204,6 +216,28 @@ export async function newAccount(baseUrl, fullName = "Ada Test") {
     throw new Error(`register answered ${res.status}: ${JSON.stringify(body)} (GATEHOUSE_REGISTRATION=open?)`);
   }
   return { email, password: PASSWORD, fullName, id: body.data.user.id };
+}
+
+// The service accepts an access token up to this long past its `exp` (docs/api.md §2).
+const SERVER_LEEWAY_MS = 5_000;
+
+/**
+ * Waits until the service itself calls the access token stored in `storage` expired (its
+ * lifetime, then the service's leeway), so that a client whose clock says otherwise can be tried.
+ */
+export async function untilExpiredOnServer(baseUrl, storage, key = "gatehouse") {
+  const { accessToken, expiresAt, expiresIn } = storage.record(key);
+  if (expiresIn > 10) {
+    throw new Error(`the access tokens live ${expiresIn}s: start the service with GATEHOUSE_ACCESS_TOKEN_TTL=2s`);
+  }
+  await sleep(Math.max(0, expiresAt + SERVER_LEEWAY_MS + 1_200 - Date.now()));
+  for (let i = 0; i < 50; i++) {
+    const res = await fetch(`${baseUrl}/api/v1/auth/me`, { headers: { Authorization: `Bearer ${accessToken}` } });
+    const body = await res.json();
+    if (res.status === 401 && body.error.code === "TOKEN_EXPIRED") return;
+    await sleep(100);
+  }
+  throw new Error("the service still accepts the access token");
 }
 
 /** A port nothing listens on: bound, then released. */

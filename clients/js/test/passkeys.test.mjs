@@ -106,6 +106,35 @@ describe("passkeys", () => {
     }
   });
 
+  test("listPasskeys, renamePasskey and deletePasskey", async () => {
+    const account = await accountWithPasskey("Laptop");
+    const gh = client();
+    await gh.passkeyLogin(account.email);
+
+    const listed = await gh.listPasskeys();
+    assert.deepEqual(
+      listed.map((p) => [p.id, p.name]),
+      [[account.passkey.id, "Laptop"]],
+    );
+    assert.notEqual(listed[0].lastUsedAt, null);
+
+    const renamed = await gh.renamePasskey(account.passkey.id, "Work laptop");
+    assert.equal(renamed.id, account.passkey.id);
+    assert.equal(renamed.name, "Work laptop");
+    assert.equal((await gh.listPasskeys())[0].name, "Work laptop");
+
+    assert.equal(await gh.deletePasskey(account.passkey.id), undefined);
+    assert.deepEqual(await gh.listPasskeys(), []);
+    const again = await gh.deletePasskey(account.passkey.id).catch((e) => e);
+    assert.equal(again.status, 404);
+    assert.equal(again.code, "NOT_FOUND");
+    // The device still holds the key, but the service no longer offers it for the account.
+    const after = client();
+    const refused = await after.passkeyLogin(account.email).catch((e) => e);
+    assert.equal(refused.code, "PASSKEY_CANCELLED");
+    assert.equal(after.signedIn, false);
+  });
+
   test("a 2FA login finished with a passkey instead of a code", async () => {
     const account = await accountWithPasskey();
     const gh = client();
