@@ -1,5 +1,7 @@
-//! The one error type of the service: every failure a caller can see has a variant here with a
-//! stable machine code, so the HTTP layer maps errors to responses in exactly one place.
+//! The one error type of the service's flows: every failure a caller can see has a variant here
+//! with a stable machine code, so the HTTP layer maps errors to responses in exactly one place.
+//! Failures of the HTTP exchange itself (bad JSON, a body too large or too slow, a wrong method)
+//! are the HTTP layer's own (`http::error::RequestError`): no flow can meet them.
 
 use std::collections::BTreeMap;
 
@@ -10,10 +12,8 @@ pub type FieldErrors = BTreeMap<String, String>;
 pub enum Error {
     #[error("the request is not valid")]
     Validation(FieldErrors),
-    #[error("the request body is not valid JSON")]
-    MalformedJson(String),
     #[error("{0}")]
-    WeakPassword(String),
+    WeakPassword(PasswordProblem),
     #[error("the e-mail address or password is wrong")]
     InvalidCredentials,
     #[error("this call needs an access token: send Authorization: Bearer <token>")]
@@ -40,8 +40,6 @@ pub enum Error {
     RegistrationClosed,
     #[error("not found")]
     NotFound,
-    #[error("this method is not allowed here")]
-    MethodNotAllowed,
     #[error("an account with this e-mail address exists already")]
     EmailTaken,
     #[error("two-factor authentication is enabled already")]
@@ -50,13 +48,6 @@ pub enum Error {
     TwoFactorNotEnabled,
     #[error("there is no pending secret to confirm: set up two-factor authentication first")]
     TwoFactorNotSetUp,
-    #[error("the request body is larger than {limit} bytes")]
-    PayloadTooLarge { limit: usize },
-    #[error("the request body must be JSON: send Content-Type: application/json")]
-    UnsupportedMediaType,
-    /// The client did not send the whole body within the body deadline.
-    #[error("the request body took too long to arrive")]
-    BodyTimeout,
     #[error("too many attempts: try again in {retry_after} seconds")]
     RateLimited { retry_after: u64 },
     #[error("the database cannot be reached")]
@@ -89,10 +80,49 @@ pub enum Error {
     TwoFactorRequired,
     /// An administration call that would lock the admin out, or that the account's state refuses.
     #[error("{0}")]
-    Conflict(String),
+    Conflict(Conflict),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The password policy's lengths, in characters (docs/api.md §5).
+pub const PASSWORD_MIN: usize = 8;
+pub const PASSWORD_MAX: usize = 256;
+
+/// Why a new password breaks the policy (docs/api.md §5). The API document's examples are these
+/// very messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PasswordProblem {
+    #[error("the password must be at least {} characters long", PASSWORD_MIN)]
+    TooShort,
+    #[error("the password must be at most {} characters long", PASSWORD_MAX)]
+    TooLong,
+    #[error("this password is among the most common breached passwords: choose another")]
+    Common,
+}
+
+/// Why a call conflicts with the state of things (409 `CONFLICT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Conflict {
+    /// An admin acting on their own account in a way that would shut them out of the API.
+    #[error("an admin cannot {0} their own account: ask another admin")]
+    OwnAccount(OwnAction),
+    #[error("the account is disabled: enable it first")]
+    AccountDisabled,
+}
+
+/// What an admin may not do to their own account.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum OwnAction {
+    #[error("disable")]
+    Disable,
+    #[error("remove the admin role from")]
+    RemoveAdmin,
+    #[error("reset the second factor of")]
+    ResetSecondFactor,
+    #[error("delete")]
+    Delete,
+}
 
 impl Error {
     /// A `VALIDATION_ERROR` naming one field.

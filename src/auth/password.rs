@@ -10,7 +10,7 @@ use subtle::ConstantTimeEq as _;
 use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, PasswordProblem, Result};
 use crate::metrics::Metrics;
 
 /// OWASP's minimum for Argon2id (m = 19 MiB, t = 2, p = 1).
@@ -25,8 +25,7 @@ const LANES: u32 = 1;
 const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$\
                           c2lsdmVyLWRvb3ItMTkwNDU$6yhQQpQ2uz3VqKMx7m0xDmlFVJXe7R7lJmQ3p1dX3ro";
 
-pub const MIN_LENGTH: usize = 8;
-pub const MAX_LENGTH: usize = 256;
+pub use crate::error::{PASSWORD_MAX as MAX_LENGTH, PASSWORD_MIN as MIN_LENGTH};
 
 static COMMON: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
     include_str!("../../assets/common-passwords.txt")
@@ -38,19 +37,13 @@ static COMMON: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
 pub fn check_policy(password: &str) -> Result<()> {
     let length = password.chars().count();
     if length < MIN_LENGTH {
-        return Err(Error::WeakPassword(format!(
-            "the password must be at least {MIN_LENGTH} characters long"
-        )));
+        return Err(Error::WeakPassword(PasswordProblem::TooShort));
     }
     if length > MAX_LENGTH {
-        return Err(Error::WeakPassword(format!(
-            "the password must be at most {MAX_LENGTH} characters long"
-        )));
+        return Err(Error::WeakPassword(PasswordProblem::TooLong));
     }
     if COMMON.contains(password.to_lowercase().as_str()) {
-        return Err(Error::WeakPassword(
-            "this password is among the most common breached passwords: choose another".into(),
-        ));
+        return Err(Error::WeakPassword(PasswordProblem::Common));
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
+use super::error::{ApiError, RequestError};
 use crate::error::{Error, FieldErrors};
 
 /// The name of the bearer security scheme in the document.
@@ -89,17 +90,19 @@ pub struct ErrorBody {
 }
 
 /// The errors every call with a JSON body can give.
-pub fn body_errors() -> Vec<Error> {
+pub fn body_errors() -> Vec<ApiError> {
     vec![
         Error::Validation(FieldErrors::from([(
             "email".to_owned(),
             "is not a valid e-mail address".to_owned(),
-        )])),
-        Error::PayloadTooLarge {
+        )]))
+        .into(),
+        RequestError::PayloadTooLarge {
             limit: super::BODY_LIMIT,
-        },
-        Error::UnsupportedMediaType,
-        Error::BodyTimeout,
+        }
+        .into(),
+        RequestError::UnsupportedMediaType.into(),
+        RequestError::BodyTimeout.into(),
     ]
 }
 
@@ -126,8 +129,8 @@ pub fn server_errors() -> Vec<Error> {
 }
 
 /// The responses of `errors`, grouped by status, each code an example of its status.
-pub fn responses_for(errors: Vec<Error>) -> BTreeMap<String, RefOr<Response>> {
-    let mut by_status: BTreeMap<u16, Vec<(&'static str, Error)>> = BTreeMap::new();
+pub fn responses_for(errors: Vec<ApiError>) -> BTreeMap<String, RefOr<Response>> {
+    let mut by_status: BTreeMap<u16, Vec<(&'static str, ApiError)>> = BTreeMap::new();
     for error in errors {
         let (status, code) = error.status_and_code();
         let same = by_status.entry(status.as_u16()).or_default();
@@ -173,8 +176,8 @@ macro_rules! error_responses {
             fn responses(
             ) -> std::collections::BTreeMap<String, utoipa::openapi::RefOr<utoipa::openapi::Response>>
             {
-                let mut errors: Vec<$crate::error::Error> = Vec::new();
-                $(errors.extend($errors);)+
+                let mut errors: Vec<$crate::http::error::ApiError> = Vec::new();
+                $(errors.extend($errors.into_iter().map($crate::http::error::ApiError::from));)+
                 $crate::http::docs::responses_for(errors)
             }
         }

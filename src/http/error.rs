@@ -7,11 +7,103 @@ use serde_json::{Value, json};
 
 use crate::error::Error;
 
+/// Failures of the HTTP exchange itself, met before any flow runs.
+#[derive(Debug, thiserror::Error)]
+pub enum RequestError {
+    #[error("the request body is not valid JSON")]
+    MalformedJson(String),
+    #[error("this method is not allowed here")]
+    MethodNotAllowed,
+    #[error("the request body is larger than {limit} bytes")]
+    PayloadTooLarge { limit: usize },
+    #[error("the request body must be JSON: send Content-Type: application/json")]
+    UnsupportedMediaType,
+    /// The client did not send the whole body within the body deadline.
+    #[error("the request body took too long to arrive")]
+    BodyTimeout,
+}
+
+/// What an answer reports: a failure of a flow, or of the exchange.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(transparent)]
+    Flow(#[from] Error),
+    #[error(transparent)]
+    Request(#[from] RequestError),
+}
+
+impl RequestError {
+    fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            RequestError::MalformedJson(_) => (StatusCode::BAD_REQUEST, "VALIDATION_ERROR"),
+            RequestError::MethodNotAllowed => {
+                (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED")
+            }
+            RequestError::PayloadTooLarge { .. } => {
+                (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE")
+            }
+            RequestError::UnsupportedMediaType => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE")
+            }
+            RequestError::BodyTimeout => (StatusCode::REQUEST_TIMEOUT, "REQUEST_TIMEOUT"),
+        }
+    }
+
+    fn details(&self) -> Option<Value> {
+        match self {
+            RequestError::MalformedJson(reason) => Some(json!({ "reason": reason })),
+            RequestError::PayloadTooLarge { limit } => Some(json!({ "limit": limit })),
+            _ => None,
+        }
+    }
+}
+
+impl ApiError {
+    pub fn status_and_code(&self) -> (StatusCode, &'static str) {
+        match self {
+            ApiError::Flow(e) => e.status_and_code(),
+            ApiError::Request(e) => e.status_and_code(),
+        }
+    }
+
+    /// The envelope of this error, as answered (and as the API document shows it).
+    pub fn body(&self, code: &str) -> Value {
+        let mut error = json!({ "code": code, "message": self.to_string() });
+        let details = match self {
+            ApiError::Flow(e) => e.details(),
+            ApiError::Request(e) => e.details(),
+        };
+        if let Some(details) = details {
+            error["details"] = details;
+        }
+        json!({ "success": false, "error": error })
+    }
+}
+
+impl IntoResponse for RequestError {
+    fn into_response(self) -> Response {
+        ApiError::Request(self).into_response()
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        match self {
+            ApiError::Flow(e) => e.into_response(),
+            ApiError::Request(e) => {
+                let (status, code) = e.status_and_code();
+                let body = ApiError::Request(e).body(code);
+                (status, axum::Json(body)).into_response()
+            }
+        }
+    }
+}
+
 impl Error {
     pub fn status_and_code(&self) -> (StatusCode, &'static str) {
         use Error::*;
         match self {
-            Validation(_) | MalformedJson(_) => (StatusCode::BAD_REQUEST, "VALIDATION_ERROR"),
+            Validation(_) => (StatusCode::BAD_REQUEST, "VALIDATION_ERROR"),
             WeakPassword(_) => (StatusCode::BAD_REQUEST, "WEAK_PASSWORD"),
             InvalidCredentials => (StatusCode::UNAUTHORIZED, "INVALID_CREDENTIALS"),
             Unauthenticated => (StatusCode::UNAUTHORIZED, "UNAUTHENTICATED"),
@@ -25,14 +117,10 @@ impl Error {
             CodeRecheckFailed => (StatusCode::FORBIDDEN, "INVALID_2FA_CODE"),
             RegistrationClosed => (StatusCode::FORBIDDEN, "REGISTRATION_CLOSED"),
             NotFound => (StatusCode::NOT_FOUND, "NOT_FOUND"),
-            MethodNotAllowed => (StatusCode::METHOD_NOT_ALLOWED, "METHOD_NOT_ALLOWED"),
             EmailTaken => (StatusCode::CONFLICT, "EMAIL_TAKEN"),
             TwoFactorAlreadyEnabled => (StatusCode::CONFLICT, "TWO_FACTOR_ALREADY_ENABLED"),
             TwoFactorNotEnabled => (StatusCode::CONFLICT, "TWO_FACTOR_NOT_ENABLED"),
             TwoFactorNotSetUp => (StatusCode::CONFLICT, "TWO_FACTOR_NOT_SET_UP"),
-            PayloadTooLarge { .. } => (StatusCode::PAYLOAD_TOO_LARGE, "PAYLOAD_TOO_LARGE"),
-            UnsupportedMediaType => (StatusCode::UNSUPPORTED_MEDIA_TYPE, "UNSUPPORTED_MEDIA_TYPE"),
-            BodyTimeout => (StatusCode::REQUEST_TIMEOUT, "REQUEST_TIMEOUT"),
             RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "RATE_LIMITED"),
             Unavailable(_) | Overloaded { .. } => {
                 (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE")
@@ -51,14 +139,12 @@ impl Error {
     fn details(&self) -> Option<Value> {
         match self {
             Error::Validation(fields) => Some(json!({ "fields": fields })),
-            Error::MalformedJson(reason) => Some(json!({ "reason": reason })),
             Error::Invalid2faCode { attempts_remaining } => {
                 Some(json!({ "attemptsRemaining": attempts_remaining }))
             }
             Error::RateLimited { retry_after } | Error::Overloaded { retry_after } => {
                 Some(json!({ "retryAfter": retry_after }))
             }
-            Error::PayloadTooLarge { limit } => Some(json!({ "limit": limit })),
             _ => None,
         }
     }

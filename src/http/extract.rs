@@ -12,6 +12,7 @@ use axum::response::{IntoResponse as _, Response};
 use ipnet::IpNet;
 use serde::de::DeserializeOwned;
 
+use super::error::{ApiError, RequestError};
 use super::{AppState, BODY_LIMIT};
 use crate::error::{Error, FieldErrors};
 use crate::model::{ClientInfo, Principal};
@@ -21,11 +22,11 @@ use crate::model::{ClientInfo, Principal};
 pub struct AppJson<T>(pub T);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for AppJson<T> {
-    type Rejection = Error;
+    type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &AppState) -> Result<Self, Error> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
         if !is_json(req.headers()) {
-            return Err(Error::UnsupportedMediaType);
+            return Err(RequestError::UnsupportedMediaType.into());
         }
         let bytes = read_body(req, state).await?;
         parse_json(&bytes).map(AppJson)
@@ -36,16 +37,16 @@ impl<T: DeserializeOwned> FromRequest<AppState> for AppJson<T> {
 pub struct MaybeJson<T>(pub Option<T>);
 
 impl<T: DeserializeOwned> FromRequest<AppState> for MaybeJson<T> {
-    type Rejection = Error;
+    type Rejection = ApiError;
 
-    async fn from_request(req: Request, state: &AppState) -> Result<Self, Error> {
+    async fn from_request(req: Request, state: &AppState) -> Result<Self, ApiError> {
         let json = is_json(req.headers());
         let bytes = read_body(req, state).await?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(MaybeJson(None));
         }
         if !json {
-            return Err(Error::UnsupportedMediaType);
+            return Err(RequestError::UnsupportedMediaType.into());
         }
         parse_json(&bytes).map(|v| MaybeJson(Some(v)))
     }
@@ -82,7 +83,7 @@ pub async fn read_whole_body(State(state): State<AppState>, req: Request, next: 
         .and_then(|v| v.parse::<u64>().ok());
     let error = if announced.is_some_and(|n| n > BODY_LIMIT as u64) {
         // Refused before a byte is read.
-        Error::PayloadTooLarge { limit: BODY_LIMIT }
+        RequestError::PayloadTooLarge { limit: BODY_LIMIT }
     } else {
         let (parts, body) = req.into_parts();
         match tokio::time::timeout(state.body_timeout, axum::body::to_bytes(body, BODY_LIMIT)).await
@@ -92,9 +93,11 @@ pub async fn read_whole_body(State(state): State<AppState>, req: Request, next: 
                     .run(Request::from_parts(parts, axum::body::Body::from(bytes)))
                     .await;
             }
-            Err(_) => Error::BodyTimeout,
-            Ok(Err(e)) if is_length_limit(&e) => Error::PayloadTooLarge { limit: BODY_LIMIT },
-            Ok(Err(_)) => Error::MalformedJson("the request body could not be read".into()),
+            Err(_) => RequestError::BodyTimeout,
+            Ok(Err(e)) if is_length_limit(&e) => {
+                RequestError::PayloadTooLarge { limit: BODY_LIMIT }
+            }
+            Ok(Err(_)) => RequestError::MalformedJson("the request body could not be read".into()),
         }
     };
     let mut response = error.into_response();
@@ -116,36 +119,36 @@ fn is_length_limit(error: &axum::Error) -> bool {
 }
 
 /// The body, already in memory and within the limit (`read_whole_body` ran before routing).
-async fn read_body(req: Request, state: &AppState) -> Result<Bytes, Error> {
+async fn read_body(req: Request, state: &AppState) -> Result<Bytes, RequestError> {
     Bytes::from_request(req, state)
         .await
-        .map_err(|_| Error::MalformedJson("the request body could not be read".into()))
+        .map_err(|_| RequestError::MalformedJson("the request body could not be read".into()))
 }
 
-fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, Error> {
+fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     // Every body is an object (docs/api.md §1). serde would also read a struct from an array, its
     // fields in order: `["Ann"]` would create a contact, `[]` would patch nothing and answer 200.
     let first = bytes.iter().find(|b| !b.is_ascii_whitespace());
     if first.is_some_and(|b| *b != b'{')
         && serde_json::from_slice::<serde::de::IgnoredAny>(bytes).is_ok()
     {
-        return Err(Error::MalformedJson(
-            "the body must be a JSON object".to_owned(),
-        ));
+        return Err(
+            RequestError::MalformedJson("the body must be a JSON object".to_owned()).into(),
+        );
     }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(json_error)?;
     deserializer
         .end()
-        .map_err(|e| Error::MalformedJson(without_position(&e)))?;
+        .map_err(|e| RequestError::MalformedJson(without_position(&e)))?;
     Ok(value)
 }
 
-fn json_error(error: serde_path_to_error::Error<serde_json::Error>) -> Error {
+fn json_error(error: serde_path_to_error::Error<serde_json::Error>) -> ApiError {
     let path = error.path().to_string();
     let inner = error.inner();
     if !inner.is_data() {
-        return Error::MalformedJson(without_position(inner));
+        return RequestError::MalformedJson(without_position(inner)).into();
     }
     let message = without_position(inner);
     if path == "." {
@@ -156,11 +159,13 @@ fn json_error(error: serde_path_to_error::Error<serde_json::Error>) -> Error {
             return Error::Validation(FieldErrors::from([(
                 field.to_owned(),
                 "is required".to_owned(),
-            )]));
+            )]))
+            .into();
         }
-        return Error::MalformedJson(format!("the body must be a JSON object ({message})"));
+        return RequestError::MalformedJson(format!("the body must be a JSON object ({message})"))
+            .into();
     }
-    Error::Validation(FieldErrors::from([(path, message)]))
+    Error::Validation(FieldErrors::from([(path, message)])).into()
 }
 
 /// serde_json appends " at line L column C", which says nothing about which field was wrong.

@@ -146,7 +146,7 @@ pub fn router(state: AppState) -> Router {
     // The pages are HTML for people, not API calls: outside the API document.
     api.merge(pages::router())
         .fallback(|| async { Error::NotFound })
-        .method_not_allowed_fallback(|| async { Error::MethodNotAllowed })
+        .method_not_allowed_fallback(|| async { error::RequestError::MethodNotAllowed })
         .layer(axum::middleware::from_fn(no_store_by_default))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),

@@ -31,15 +31,15 @@ both_backends!(
 const ADMIN_PREFIX: &str = "/api/v1/admin/";
 
 /// An admin's tokens: `strong` from a login with a second factor, `weak` from the password alone.
-struct Admin {
-    id: Uuid,
-    strong: String,
-    weak: String,
+pub(crate) struct Admin {
+    pub(crate) id: Uuid,
+    pub(crate) strong: String,
+    pub(crate) weak: String,
 }
 
 /// A new account with the `admin` role, signed in twice: with the password alone, then (after
 /// turning 2FA on) with a code too.
-async fn admin(app: &TestApp, email: &str) -> Admin {
+pub(crate) async fn admin(app: &TestApp, email: &str) -> Admin {
     let id = app.handle.add_user(email, "Root", PASSWORD).await.unwrap();
     app.handle.add_roles(email, &["admin"]).await.unwrap();
     let weak = token(app, email).await;

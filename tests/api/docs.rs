@@ -1,10 +1,10 @@
 //! The API document and the docs page: every call of the contract is documented, the router has
 //! no call the document lacks and the other way round, and the page works without the internet.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use reqwest::Method;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use gatehouse::config::SettingsArgs;
 
@@ -13,6 +13,7 @@ use crate::helpers::{Backend, both_backends, spawn_app, spawn_app_with};
 both_backends!(
     the_document_covers_every_call_of_the_contract,
     routes_and_document_agree,
+    the_documents_error_examples_are_what_the_service_says,
     the_docs_page_is_served_whole_from_the_binary,
     the_docs_page_is_served_only_when_asked_for,
 );
@@ -358,4 +359,84 @@ async fn the_docs_page_is_served_only_when_asked_for(backend: Backend) {
             .error(404, "NOT_FOUND");
     }
     document(&app).await;
+}
+
+/// Every example of an error in the document is an answer the service gives: here the
+/// `WEAK_PASSWORD` and `CONFLICT` examples, whose messages were once written by hand and drifted.
+async fn the_documents_error_examples_are_what_the_service_says(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let doc = document(&app).await;
+    let mut examples: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for item in doc["paths"].as_object().unwrap().values() {
+        for operation in item.as_object().unwrap().values() {
+            let Some(responses) = operation["responses"].as_object() else {
+                continue;
+            };
+            for response in responses.values() {
+                let content = &response["content"]["application/json"]["examples"];
+                for example in content.as_object().into_iter().flat_map(|e| e.values()) {
+                    let error = &example["value"]["error"];
+                    if let (Some(code), Some(message)) =
+                        (error["code"].as_str(), error["message"].as_str())
+                    {
+                        examples
+                            .entry(code.to_owned())
+                            .or_default()
+                            .insert(message.to_owned());
+                    }
+                }
+            }
+        }
+    }
+    let weak = &examples["WEAK_PASSWORD"];
+    assert!(!weak.is_empty());
+    let (token, _) = app.logged_in_user("wes@example.com").await;
+    let answer = app
+        .call(
+            reqwest::Method::POST,
+            "/api/v1/auth/password",
+            Some(&token),
+            Some(json!({"currentPassword": crate::helpers::PASSWORD, "newPassword": "password1"})),
+        )
+        .await;
+    let said = answer.error(400, "WEAK_PASSWORD")["message"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        weak,
+        &BTreeSet::from([said]),
+        "the document shows what is said"
+    );
+
+    let conflicts = &examples["CONFLICT"];
+    let root = crate::admin::admin(&app, "ada@example.com").await;
+    let (admin, me) = (root.strong, root.id);
+    for (method, path, body) in [
+        (
+            reqwest::Method::DELETE,
+            format!("/api/v1/admin/users/{me}"),
+            None,
+        ),
+        (
+            reqwest::Method::POST,
+            format!("/api/v1/admin/users/{me}/reset-2fa"),
+            None,
+        ),
+        (
+            reqwest::Method::PATCH,
+            format!("/api/v1/admin/users/{me}"),
+            Some(json!({"disabled": true})),
+        ),
+    ] {
+        let answer = app.call(method, &path, Some(&admin), body).await;
+        let said = answer.error(409, "CONFLICT")["message"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            conflicts.contains(&said),
+            "{said:?} not among {conflicts:?}"
+        );
+    }
 }

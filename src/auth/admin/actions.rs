@@ -12,7 +12,7 @@ use crate::auth::audit::{AuditEvent, Origin};
 use crate::auth::password::check_policy;
 use crate::auth::tokens::new_key;
 use crate::domain::{Email, FullName, Role};
-use crate::error::{Error, Result};
+use crate::error::{Conflict, Error, OwnAction, Result};
 use crate::mail::Notice;
 use crate::model::{EndReason, ManagedUser, SessionInfo, User};
 
@@ -95,7 +95,7 @@ impl Admin {
     ) -> Result<ManagedUser> {
         let current = self.target(id).await?;
         if changes.disabled == Some(true) {
-            op.not_on_self(id, "disable")?;
+            op.not_on_self(id, OwnAction::Disable)?;
         }
         let (mut add, mut remove) = (Vec::new(), Vec::new());
         if let Some(roles) = &changes.roles {
@@ -112,7 +112,7 @@ impl Admin {
                 .filter_map(|c| Role::parse(c).ok())
                 .collect();
             if remove.iter().any(|r| r.as_str() == ADMIN_ROLE) {
-                op.not_on_self(id, "remove the admin role from")?;
+                op.not_on_self(id, OwnAction::RemoveAdmin)?;
             }
         }
         if let Some(name) = &changes.full_name {
@@ -148,7 +148,7 @@ impl Admin {
     /// Disables an account and ends all its sessions, in one transaction: a login in flight gets
     /// no session, and every instance refuses its access tokens within `live::SYNC_INTERVAL`.
     pub async fn disable_user(&self, op: Operator<'_>, id: Uuid) -> Result<u64> {
-        op.not_on_self(id, "disable")?;
+        op.not_on_self(id, OwnAction::Disable)?;
         self.target(id).await?;
         let now = self.core.clock.now_ms();
         let reason = EndReason::AccountDisabled;
@@ -216,7 +216,7 @@ impl Admin {
         let removes_admin = remove.iter().any(|r| r.as_str() == ADMIN_ROLE)
             && !add.iter().any(|r| r.as_str() == ADMIN_ROLE);
         if removes_admin {
-            op.not_on_self(id, "remove the admin role from")?;
+            op.not_on_self(id, OwnAction::RemoveAdmin)?;
         }
         loop {
             let user = self.target(id).await?.user;
@@ -263,7 +263,7 @@ impl Admin {
     /// one). An admin cannot do it to themselves: their own session, the second factor the API
     /// needs, would end with no second factor left to sign in again.
     pub async fn reset_two_factor(&self, op: Operator<'_>, id: Uuid) -> Result<u64> {
-        op.not_on_self(id, "reset the second factor of")?;
+        op.not_on_self(id, OwnAction::ResetSecondFactor)?;
         let user = self.target(id).await?.user;
         self.core
             .store
@@ -282,7 +282,7 @@ impl Admin {
     /// `DELETE /admin/users/{id}`: the same removal as an owner leaving (`leaving`), without their
     /// password. An admin cannot delete themselves here (`DELETE /auth/me` is for that).
     pub async fn delete_user(&self, op: Operator<'_>, id: Uuid) -> Result<u64> {
-        op.not_on_self(id, "delete")?;
+        op.not_on_self(id, OwnAction::Delete)?;
         self.target(id).await?;
         let sessions_ended = self.accounts.remove_account(id).await?;
         let event = AuditEvent::AccountDeleted {
@@ -325,9 +325,7 @@ impl Admin {
     pub async fn send_password_reset(&self, op: Operator<'_>, id: Uuid) -> Result<()> {
         let user = self.target(id).await?.user;
         if user.disabled {
-            return Err(Error::Conflict(
-                "the account is disabled: enable it first".into(),
-            ));
+            return Err(Error::Conflict(Conflict::AccountDisabled));
         }
         if !self.recovery.mail_reset_link(&user).await? {
             self.core

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use super::audit::Actor;
-use crate::error::{Error, Result};
+use crate::error::{Conflict, Error, OwnAction, Result};
 use crate::model::{ClientInfo, Principal};
 
 pub mod actions;
@@ -43,11 +43,11 @@ impl Operator<'_> {
 
     /// Refuses an admin's action on their own account that would shut them out of this API
     /// (`CONFLICT`); `what` names it in the answer.
-    pub(crate) fn not_on_self(self, target: Uuid, what: &str) -> Result<()> {
+    pub(crate) fn not_on_self(self, target: Uuid, what: OwnAction) -> Result<()> {
         match self {
-            Operator::Admin { who, .. } if who.user_id == target => Err(Error::Conflict(format!(
-                "an admin cannot {what} their own account: ask another admin"
-            ))),
+            Operator::Admin { who, .. } if who.user_id == target => {
+                Err(Error::Conflict(Conflict::OwnAccount(what)))
+            }
             _ => Ok(()),
         }
     }

@@ -13,7 +13,7 @@ use super::{Admin, limit};
 use crate::auth::admin::UserFilter;
 use crate::auth::admin::actions::UserChanges;
 use crate::domain::{Email, FullName, Role};
-use crate::error::{Error, FieldErrors, Result, Validator};
+use crate::error::{Conflict, Error, FieldErrors, OwnAction, PasswordProblem, Result, Validator};
 use crate::http::auth::views::{Deleted, Done, SessionView};
 use crate::http::docs::{bearer_errors, body_errors, error_responses, server_errors};
 use crate::http::extract::{AppJson, PathId};
@@ -39,7 +39,7 @@ pub(super) fn gate_errors() -> Vec<Error> {
 }
 
 fn self_conflict() -> Error {
-    Error::Conflict("an admin cannot disable their own account: ask another admin".into())
+    Error::Conflict(Conflict::OwnAccount(OwnAction::Disable))
 }
 
 /// The list's query; values arrive as strings and are checked by the flow, so a bad one is a
@@ -121,7 +121,7 @@ struct CreateRequest {
 
 error_responses!(CreateErrors:
     body_errors(),
-    [Error::WeakPassword("this password is too common".into()), Error::EmailTaken],
+    [Error::WeakPassword(PasswordProblem::Common), Error::EmailTaken],
     gate_errors(),
     [Error::Overloaded { retry_after: 1 }],
 );
@@ -264,7 +264,7 @@ async fn update(
 }
 
 error_responses!(DeleteErrors: [Error::NotFound, Error::Conflict(
-    "an admin cannot delete their own account: ask another admin".into())], gate_errors());
+    Conflict::OwnAccount(OwnAction::Delete))], gate_errors());
 
 /// Delete an account: as its owner leaving would (its sessions end, its personal data, contacts,
 /// codes and links go; the audit trail keeps its events). Not the caller's own (409).
@@ -322,7 +322,7 @@ async fn end_sessions(
 }
 
 error_responses!(ResetErrors:
-    [Error::NotFound, Error::Conflict("the account is disabled: enable it first".into()),
+    [Error::NotFound, Error::Conflict(Conflict::AccountDisabled),
      Error::RateLimited { retry_after: 3600 }],
     gate_errors(),
 );
@@ -345,7 +345,7 @@ async fn password_reset(
 
 error_responses!(ResetTwoFactorErrors:
     [Error::NotFound, Error::Conflict(
-        "an admin cannot reset the second factor of their own account: ask another admin".into())],
+        Conflict::OwnAccount(OwnAction::ResetSecondFactor))],
     gate_errors(),
 );
 

@@ -7,7 +7,7 @@ use utoipa::ToSchema;
 
 use super::non_empty;
 use super::views::{Done, Me};
-use crate::error::{Error, Result, Validator};
+use crate::error::{Error, PasswordProblem, Result, Validator};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
 };
@@ -43,7 +43,7 @@ struct PasswordRequest {
 
 error_responses!(PasswordErrors:
     body_errors(),
-    [Error::WeakPassword("this password is too common".into()), Error::PasswordRecheckFailed],
+    [Error::WeakPassword(PasswordProblem::Common), Error::PasswordRecheckFailed],
     bearer_errors(),
     throttle_errors(),
     server_errors(),

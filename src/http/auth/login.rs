@@ -10,7 +10,7 @@ use super::non_empty;
 use super::views::{TokenSetView, UserView};
 use crate::auth::LoginOutcome;
 use crate::domain::{Email, FullName};
-use crate::error::{Error, Result, Validator};
+use crate::error::{Error, PasswordProblem, Result, Validator};
 use crate::http::docs::{body_errors, error_responses, server_errors, throttle_errors};
 use crate::http::extract::{AppJson, Client};
 use crate::http::fields;
@@ -210,7 +210,7 @@ struct Registered {
 error_responses!(RegisterErrors:
     body_errors(),
     [
-        Error::WeakPassword("this password is too common".into()),
+        Error::WeakPassword(PasswordProblem::Common),
         Error::RegistrationClosed,
         Error::EmailTaken,
     ],

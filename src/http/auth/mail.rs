@@ -12,7 +12,7 @@ use utoipa_axum::routes;
 use super::non_empty;
 use super::views::{Done, TokenSetView};
 use crate::domain::Email;
-use crate::error::{Error, Result, Validator};
+use crate::error::{Error, PasswordProblem, Result, Validator};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
 };
@@ -69,7 +69,7 @@ struct ResetRequest {
 
 error_responses!(ResetErrors:
     body_errors(),
-    [Error::LinkInvalid, Error::WeakPassword("this password is too common".into())],
+    [Error::LinkInvalid, Error::WeakPassword(PasswordProblem::Common)],
     server_errors(),
     [Error::Overloaded { retry_after: 1 }],
 );
@@ -195,7 +195,7 @@ struct AcceptRequest {
 
 error_responses!(AcceptErrors:
     body_errors(),
-    [Error::LinkInvalid, Error::WeakPassword("this password is too common".into()), Error::AccountDisabled],
+    [Error::LinkInvalid, Error::WeakPassword(PasswordProblem::Common), Error::AccountDisabled],
     server_errors(),
     [Error::Overloaded { retry_after: 1 }],
 );
