@@ -99,11 +99,37 @@ impl Secrets {
         hmac(&self.passkey_decoy_mac, &[email_normalized.as_bytes()])
     }
 
-    /// Keyed tag that makes list cursors unforgeable.
-    pub fn cursor_tag(&self, parts: &[&[u8]]) -> [u8; 32] {
-        hmac(&self.cursor_mac, parts)
+    /// A list cursor: `key` (the last row's sort key) and a 16-byte keyed tag over it and
+    /// `scope` (whose list it is: an owner, a list's name), unpadded base64url. Opaque to clients,
+    /// and unforgeable: a cursor the service did not issue for this scope does not open.
+    pub fn cursor(&self, scope: &[&[u8]], key: &[u8]) -> String {
+        b64url(&[key, &self.cursor_tag(scope, key)[..CURSOR_TAG]].concat())
+    }
+
+    /// The key of a cursor issued by `cursor` for `scope`; `Err` names why in words a
+    /// `VALIDATION_ERROR` can carry.
+    pub fn open_cursor(&self, scope: &[&[u8]], cursor: &str) -> Result<Vec<u8>, String> {
+        let invalid = || "is not a cursor this service issued".to_owned();
+        let bytes = b64url_decode(cursor)
+            .filter(|b| b.len() > CURSOR_TAG)
+            .ok_or_else(invalid)?;
+        let (key, given) = bytes.split_at(bytes.len() - CURSOR_TAG);
+        let tag = self.cursor_tag(scope, key);
+        if bool::from(subtle::ConstantTimeEq::ct_eq(&tag[..CURSOR_TAG], given)) {
+            Ok(key.to_vec())
+        } else {
+            Err(invalid())
+        }
+    }
+
+    fn cursor_tag(&self, scope: &[&[u8]], key: &[u8]) -> [u8; 32] {
+        let parts: Vec<&[u8]> = scope.iter().copied().chain([key]).collect();
+        hmac(&self.cursor_mac, &parts)
     }
 }
+
+/// Bytes of a cursor's tag: 2^-128 to forge one blind.
+const CURSOR_TAG: usize = 16;
 
 #[expect(clippy::expect_used, reason = "HMAC takes keys of any length")]
 fn hmac(key: &[u8; 32], parts: &[&[u8]]) -> [u8; 32] {
@@ -164,6 +190,22 @@ mod tests {
             a.recovery_code_hash(b"u", "abc"),
             b.recovery_code_hash(b"u", "abc")
         );
-        assert_ne!(a.cursor_tag(&[b"ab", b"c"]), a.cursor_tag(&[b"a", b"bc"]));
+        assert_ne!(a.cursor_tag(&[b"ab"], b"c"), a.cursor_tag(&[b"a"], b"bc"));
+    }
+
+    #[test]
+    fn a_cursor_opens_only_in_its_scope_and_whole() {
+        let a = Secrets::new(&MasterKey::generate());
+        let cursor = a.cursor(&[b"owner-1"], b"last-key");
+        assert_eq!(a.open_cursor(&[b"owner-1"], &cursor).unwrap(), b"last-key");
+        assert!(a.open_cursor(&[b"owner-2"], &cursor).is_err());
+        let other = Secrets::new(&MasterKey::generate());
+        assert!(other.open_cursor(&[b"owner-1"], &cursor).is_err());
+        let mut bytes = b64url_decode(&cursor).unwrap();
+        bytes[0] ^= 1;
+        assert!(a.open_cursor(&[b"owner-1"], &b64url(&bytes)).is_err());
+        for garbage in ["", "!!", "AAAA"] {
+            assert!(a.open_cursor(&[b"owner-1"], garbage).is_err());
+        }
     }
 }

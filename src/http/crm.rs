@@ -73,17 +73,7 @@ async fn list(
 ) -> Result<Answer<PageView>> {
     let Query(query) = query.map_err(|_| Error::field("query", "is not a valid query string"))?;
     let mut v = Validator::new();
-    let limit = match query.limit.as_deref() {
-        None => Some(DEFAULT_LIMIT),
-        Some(raw) => v.check(
-            "limit",
-            raw.trim()
-                .parse::<u32>()
-                .ok()
-                .filter(|n| (1..=MAX_LIMIT).contains(n))
-                .ok_or_else(|| format!("must be a whole number from 1 to {MAX_LIMIT}")),
-        ),
-    };
+    let limit = super::fields::page_limit(&mut v, query.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT);
     let limit = v.finish(limit)?;
     let listing = Listing {
         limit,

@@ -171,3 +171,24 @@ pub(crate) fn notes() -> RefOr<Schema> {
             )),
     )
 }
+
+/// A list's page size as the query gives it: absent → `default`, else a whole number from 1 to
+/// `max` (else a reason under `limit`). Every paged list of the API reads it so.
+pub fn page_limit(
+    v: &mut crate::error::Validator,
+    raw: Option<&str>,
+    default: u32,
+    max: u32,
+) -> Option<u32> {
+    match raw {
+        None => Some(default),
+        Some(raw) => v.check(
+            "limit",
+            raw.trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|n| (1..=max).contains(n))
+                .ok_or_else(|| format!("must be a whole number from 1 to {max}")),
+        ),
+    }
+}

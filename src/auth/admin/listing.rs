@@ -3,13 +3,11 @@
 //! written or deleted between two pages neither repeats nor hides another, and a cursor the
 //! service did not issue is refused rather than read.
 
-use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
 use super::Operator;
 use crate::auth::Admin;
 use crate::auth::audit::{AdminRead, AuditEvent};
-use crate::crypto::{b64url, b64url_decode};
 use crate::error::{Error, Result, Validator};
 use crate::model::{ManagedUser, Page};
 use crate::store::audit::{EventQuery, EventRow};
@@ -18,8 +16,6 @@ use crate::store::audit::{EventQuery, EventRow};
 const QUERY_MAX: usize = 200;
 /// Longest event name a filter may name (the longest written is far shorter).
 const EVENT_MAX: usize = 64;
-/// The keyed tag's length in a cursor.
-const TAG: usize = 16;
 
 /// `GET /admin/users`: the query as given (checked here).
 #[derive(Debug, Default)]
@@ -161,22 +157,12 @@ impl Admin {
 
     /// `key` (the last row's sort key) and a keyed tag over it and the list it belongs to.
     fn cursor(&self, list: &[u8], key: &[u8]) -> String {
-        let tag = self.core.secrets.cursor_tag(&[b"admin", list, key]);
-        b64url(&[key, &tag[..TAG]].concat())
+        self.core.secrets.cursor(&[b"admin", list], key)
     }
 
     /// The key of a cursor `cursor` issued for `list`.
     fn open_cursor(&self, list: &[u8], cursor: &str) -> Result<Vec<u8>, String> {
-        let bytes = b64url_decode(cursor)
-            .filter(|b| b.len() > TAG)
-            .ok_or_else(cursor_error)?;
-        let (key, given) = bytes.split_at(bytes.len() - TAG);
-        let tag = self.core.secrets.cursor_tag(&[b"admin", list, key]);
-        if bool::from(tag[..TAG].ct_eq(given)) {
-            Ok(key.to_vec())
-        } else {
-            Err(cursor_error())
-        }
+        self.core.secrets.open_cursor(&[b"admin", list], cursor)
     }
 }
 

@@ -56,15 +56,5 @@ impl FromRequestParts<AppState> for Admin {
 
 /// A page size: absent → the default, else 1 to `MAX_LIMIT`.
 fn limit(v: &mut Validator, raw: Option<&str>) -> Option<u32> {
-    match raw {
-        None => Some(DEFAULT_LIMIT),
-        Some(raw) => v.check(
-            "limit",
-            raw.trim()
-                .parse::<u32>()
-                .ok()
-                .filter(|n| (1..=MAX_LIMIT).contains(n))
-                .ok_or_else(|| format!("must be a whole number from 1 to {MAX_LIMIT}")),
-        ),
-    }
+    super::fields::page_limit(v, raw, DEFAULT_LIMIT, MAX_LIMIT)
 }
