@@ -1,27 +1,24 @@
 //! The `gatehouse` command: the server and the administration commands of docs/api.md §4.
 
-use std::io::BufRead as _;
 use std::process::ExitCode;
 
 use clap::{Args as _, CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
-use secrecy::SecretString;
-use serde_json::json;
 
 use crate::app::{Application, shutdown_signal};
-use crate::auth::AuthService;
-use crate::auth::admin::Operator;
-use crate::clock::{Clock, rfc3339};
+use crate::clock::Clock;
 use crate::config::{COMMON_SETTINGS, Settings, SettingsArgs};
-use crate::domain::{Email, FullName, Role};
-use crate::error::Error;
 use crate::services::{Opening, Services, master_key, open_store};
 use crate::telemetry;
 
 mod audit;
 mod clients;
+mod keys;
+mod user;
 
 use audit::audit;
 use clients::clients;
+use keys::{KeysCommand, keys};
+use user::{UserCommand, user};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -74,70 +71,6 @@ pub enum Command {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum UserCommand {
-    /// Create an account; prints its id
-    Add {
-        /// The account's e-mail address, its sign-in name (verified: an operator vouches for it)
-        #[arg(long)]
-        email: String,
-        /// The account's full name, as shown to its owner and in forward-auth's Remote-Name
-        #[arg(long)]
-        name: String,
-        /// Read the password from the first line of standard input
-        #[arg(long)]
-        password_stdin: bool,
-    },
-    /// List accounts
-    List {
-        /// Print a JSON array
-        #[arg(long)]
-        json: bool,
-    },
-    /// Disable an account and end all its sessions
-    Disable { email: String },
-    /// Enable a disabled account
-    Enable { email: String },
-    /// Set an account's password and end all its sessions
-    SetPassword {
-        email: String,
-        /// Read the password from the first line of standard input
-        #[arg(long)]
-        password_stdin: bool,
-    },
-    /// Turn two-factor authentication off for an account and end all its sessions
-    #[command(name = "reset-2fa")]
-    Reset2fa { email: String },
-    /// End all sessions of an account
-    EndSessions { email: String },
-    /// Mail an account a password-reset link (within its 3 reset mails an hour)
-    SendReset { email: String },
-    /// Delete an account as its owner leaving would: sessions end, personal data goes
-    Delete { email: String },
-    /// Create an account without a password and mail its owner an invitation link; prints its id
-    Invite {
-        /// The address the invitation goes to, the account's sign-in name
-        #[arg(long)]
-        email: String,
-        /// The account's full name
-        #[arg(long)]
-        name: String,
-        /// Give the new account this role (repeatable)
-        #[arg(long = "role", value_name = "ROLE")]
-        role: Vec<String>,
-    },
-    /// Print an account's roles, one a line, after adding and removing the ones given
-    Roles {
-        email: String,
-        /// Give the account this role (repeatable)
-        #[arg(long = "add", value_name = "ROLE")]
-        add: Vec<String>,
-        /// Take this role from the account (repeatable)
-        #[arg(long = "remove", value_name = "ROLE")]
-        remove: Vec<String>,
-    },
-}
-
-#[derive(Debug, Subcommand)]
 pub enum ClientsCommand {
     /// Register a client; prints its id and its secret, which is shown only this once
     Add { name: String },
@@ -145,21 +78,6 @@ pub enum ClientsCommand {
     List,
     /// Remove a client: its introspection calls are refused within a second
     Remove { id: String },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum KeysCommand {
-    /// Print each signing key's kid, state and creation time
-    List,
-    /// Make a new signing key; running instances switch to it within seconds
-    Rotate,
-    /// Revoke a retired key (rotate first to retire the active one): the tokens it signed stop
-    /// verifying on every running instance within seconds
-    Revoke {
-        /// A kid is a base64url thumbprint, so one in 64 starts with '-': still the kid, not a flag
-        #[arg(allow_hyphen_values = true)]
-        kid: String,
-    },
 }
 
 /// The command line: the settings every command reads are global flags; the server's own are
@@ -295,278 +213,6 @@ async fn execute(command: Command, settings: Settings) -> anyhow::Result<()> {
 
 async fn services(settings: &Settings) -> anyhow::Result<Services> {
     Services::open(settings, Clock::system(), Opening::Existing).await
-}
-
-fn email(raw: &str) -> anyhow::Result<Email> {
-    Email::parse(raw).map_err(|reason| anyhow::anyhow!("the e-mail address {raw:?} {reason}"))
-}
-
-/// Domain errors read as sentences on the command line.
-fn explain(error: Error, email: &Email) -> anyhow::Error {
-    match error {
-        Error::NotFound => anyhow::anyhow!("there is no account with the e-mail address {email}"),
-        Error::EmailTaken => anyhow::anyhow!("the e-mail address {email} is in use already"),
-        Error::Internal(cause) | Error::Unavailable(cause) => cause,
-        other => anyhow::anyhow!("{other}"),
-    }
-}
-
-/// The id of the account with this e-mail (the command names accounts by address; the actions
-/// take ids, as the administration API does).
-async fn account(auth: &AuthService, email: &Email) -> anyhow::Result<uuid::Uuid> {
-    auth.admin
-        .find_user(email)
-        .await
-        .map(|u| u.id)
-        .map_err(|e| explain(e, email))
-}
-
-/// Role names as given on the command line, each checked.
-fn roles(names: &[String]) -> anyhow::Result<Vec<Role>> {
-    names
-        .iter()
-        .map(|n| Role::parse(n).map_err(|reason| anyhow::anyhow!("{reason}")))
-        .collect()
-}
-
-/// One line of standard input, without its line ending.
-fn password_from_stdin(given: bool) -> anyhow::Result<SecretString> {
-    if !given {
-        anyhow::bail!(
-            "pass --password-stdin and the password on standard input (on the command line it would show in process lists and shell history)"
-        );
-    }
-    let mut line = String::new();
-    std::io::stdin().lock().read_line(&mut line)?;
-    let password = line.strip_suffix('\n').unwrap_or(&line);
-    let password = password.strip_suffix('\r').unwrap_or(password);
-    if password.is_empty() {
-        anyhow::bail!("no password on standard input");
-    }
-    Ok(SecretString::from(password))
-}
-
-async fn user(command: UserCommand, services: &Services) -> anyhow::Result<()> {
-    let auth = &services.auth;
-    match command {
-        UserCommand::Add {
-            email: raw,
-            name,
-            password_stdin,
-        } => {
-            let email = email(&raw)?;
-            let name =
-                FullName::parse(&name).map_err(|reason| anyhow::anyhow!("the name {reason}"))?;
-            let password = password_from_stdin(password_stdin)?;
-            let user = auth
-                .admin
-                .add_user(Operator::Cli, &email, &name, &[], Some(password))
-                .await
-                .map_err(|e| explain(e, &email))?;
-            println!("{}", user.id);
-        }
-        UserCommand::List { json } => {
-            let users = services.store.list_users().await?;
-            if json {
-                let items: Vec<_> = users
-                    .iter()
-                    .map(|u| {
-                        json!({
-                            "id": u.id, "email": u.email, "fullName": u.full_name, "disabled": u.disabled,
-                            "twoFactorEnabled": u.two_factor_enabled(), "roles": u.roles,
-                            "createdAt": rfc3339(u.created_at), "emailVerified": u.email_verified,
-                            "lastLoginAt": u.last_login_at.map(rfc3339),
-                        })
-                    })
-                    .collect();
-                println!("{}", serde_json::to_string_pretty(&items)?);
-            } else {
-                print_table(&users);
-            }
-        }
-        UserCommand::Disable { email: raw } => {
-            let email = email(&raw)?;
-            let id = account(auth, &email).await?;
-            let n = auth
-                .admin
-                .disable_user(Operator::Cli, id)
-                .await
-                .map_err(|e| explain(e, &email))?;
-            eprintln!("gatehouse: disabled {email}; ended {n} session(s)");
-        }
-        UserCommand::Enable { email: raw } => {
-            let email = email(&raw)?;
-            let id = account(auth, &email).await?;
-            auth.admin
-                .enable_user(Operator::Cli, id)
-                .await
-                .map_err(|e| explain(e, &email))?;
-            eprintln!("gatehouse: enabled {email}");
-        }
-        UserCommand::SetPassword {
-            email: raw,
-            password_stdin,
-        } => {
-            let email = email(&raw)?;
-            let password = password_from_stdin(password_stdin)?;
-            let id = account(auth, &email).await?;
-            let n = auth
-                .admin
-                .set_password(Operator::Cli, id, password)
-                .await
-                .map_err(|e| explain(e, &email))?;
-            eprintln!("gatehouse: set the password of {email}; ended {n} session(s)");
-        }
-        UserCommand::Reset2fa { email: raw } => {
-            let email = email(&raw)?;
-            let id = account(auth, &email).await?;
-            auth.admin
-                .reset_two_factor(Operator::Cli, id)
-                .await
-                .map_err(|e| explain(e, &email))?;
-            eprintln!("gatehouse: two-factor authentication is off for {email}");
-        }
-        UserCommand::EndSessions { email: raw } => {
-            let email = email(&raw)?;
-            let id = account(auth, &email).await?;
-            let n = auth
-                .admin
-                .end_user_sessions(Operator::Cli, id)
-                .await
-                .map_err(|e| explain(e, &email))?;
-            eprintln!("gatehouse: ended {n} session(s) of {email}");
-        }
-        UserCommand::SendReset { email: raw } => {
-            let email = email(&raw)?;
-            let id = account(auth, &email).await?;
-            auth.admin
-                .send_password_reset(Operator::Cli, id)
-                .await
-                .map_err(|e| explain(e, &email))?;
-            eprintln!("gatehouse: a reset link for {email} is in the outbox");
-        }
-        UserCommand::Delete { email: raw } => {
-            let email = email(&raw)?;
-            let id = account(auth, &email).await?;
-            let n = auth
-                .admin
-                .delete_user(Operator::Cli, id)
-                .await
-                .map_err(|e| explain(e, &email))?;
-            eprintln!("gatehouse: deleted {email}; ended {n} session(s)");
-        }
-        UserCommand::Invite {
-            email: raw,
-            name,
-            role,
-        } => {
-            let email = email(&raw)?;
-            let name =
-                FullName::parse(&name).map_err(|reason| anyhow::anyhow!("the name {reason}"))?;
-            // Checked before anything is made, so a bad role leaves no half-made invitation.
-            let roles = roles(&role)?;
-            let user = auth
-                .admin
-                .add_user(Operator::Cli, &email, &name, &roles, None)
-                .await
-                .map_err(|e| explain(e, &email))?;
-            println!("{}", user.id);
-        }
-        UserCommand::Roles {
-            email: raw,
-            add,
-            remove,
-        } => {
-            let email = email(&raw)?;
-            let (add, remove) = (roles(&add)?, roles(&remove)?);
-            let id = account(auth, &email).await?;
-            let roles = auth
-                .admin
-                .change_roles(Operator::Cli, id, &add, &remove)
-                .await
-                .map_err(|e| explain(e, &email))?;
-            for role in roles {
-                println!("{role}");
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `user list`: one account a line, each column as wide as its widest value.
-fn print_table(users: &[crate::model::User]) {
-    let header = [
-        "ID", "EMAIL", "NAME", "ROLES", "STATE", "2FA", "VERIFIED", "CREATED",
-    ];
-    let rows: Vec<[String; 8]> = users
-        .iter()
-        .map(|u| {
-            [
-                u.id.to_string(),
-                u.email.clone(),
-                u.full_name.clone(),
-                if u.roles.is_empty() {
-                    "-".to_owned()
-                } else {
-                    u.roles.join(",")
-                },
-                (if u.disabled { "disabled" } else { "active" }).to_owned(),
-                (if u.two_factor_enabled() { "on" } else { "off" }).to_owned(),
-                (if u.email_verified { "yes" } else { "no" }).to_owned(),
-                rfc3339(u.created_at),
-            ]
-        })
-        .collect();
-    let mut widths = header.map(|h| h.chars().count());
-    for row in &rows {
-        for (width, cell) in widths.iter_mut().zip(row) {
-            *width = (*width).max(cell.chars().count());
-        }
-    }
-    let line = |cells: &[&str]| {
-        let padded: Vec<String> = cells
-            .iter()
-            .zip(widths)
-            .map(|(cell, width)| format!("{cell}{}", " ".repeat(width - cell.chars().count())))
-            .collect();
-        println!("{}", padded.join("  ").trim_end());
-    };
-    line(&header);
-    for row in &rows {
-        line(&row.each_ref().map(String::as_str));
-    }
-}
-
-async fn keys(command: KeysCommand, services: &Services) -> anyhow::Result<()> {
-    match command {
-        KeysCommand::List => {
-            for key in services.store.all_signing_keys().await? {
-                println!("{}  {:<7}  {}", key.kid, key.state, rfc3339(key.created_at));
-            }
-        }
-        KeysCommand::Rotate => {
-            let kid = services.auth.admin.rotate_signing_key().await?;
-            println!("{kid}");
-            eprintln!(
-                "gatehouse: {kid} is the signing key now; running instances switch to it within {} s",
-                crate::app::KEY_RELOAD_INTERVAL.as_secs()
-            );
-        }
-        KeysCommand::Revoke { kid } => {
-            match services.auth.admin.revoke_signing_key(&kid).await {
-                Ok(()) => {}
-                Err(Error::NotFound) => anyhow::bail!(
-                    "there is no retired key {kid:?} to revoke (`gatehouse keys list` shows them; rotate first to retire the active key)"
-                ),
-                Err(error) => return Err(error.into()),
-            }
-            eprintln!(
-                "gatehouse: revoked {kid}; running instances stop accepting its tokens within {} s",
-                crate::app::KEY_RELOAD_INTERVAL.as_secs()
-            );
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]
