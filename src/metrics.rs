@@ -124,6 +124,17 @@ pub struct MailLabels {
     pub kind: String,
 }
 
+/// Registers `metric` under `name` and hands it back, to be kept where it is updated.
+fn add<M: prometheus_client::registry::Metric + Clone>(
+    registry: &mut Registry,
+    name: &str,
+    help: &str,
+    metric: M,
+) -> M {
+    registry.register(name, help, metric.clone());
+    metric
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Self::new()
@@ -133,103 +144,88 @@ impl Default for Metrics {
 impl Metrics {
     pub fn new() -> Metrics {
         let mut registry = Registry::with_prefix("gatehouse");
-        let requests = Family::<RequestLabels, Counter>::default();
-        registry.register(
-            "http_requests",
-            "HTTP requests answered, by method, route template and status",
-            requests.clone(),
-        );
-        let request_duration = Family::<RouteLabels, Histogram>::new_with_constructor(|| {
-            Histogram::new(latency_buckets())
-        });
-        registry.register(
-            "http_request_duration_seconds",
-            "Time from request to answer, by method and route template",
-            request_duration.clone(),
-        );
-        let logins = Family::default();
-        registry.register(
-            "logins",
-            "Password logins by outcome: success, challenge (2FA asked), bad_credentials, \
-             throttled, disabled, shed (hash pool full)",
-            logins.clone(),
-        );
-        let two_factor = Family::default();
-        registry.register(
-            "two_factor_verifications",
-            "Second-factor checks at login by outcome",
-            two_factor.clone(),
-        );
-        let refreshes = Family::default();
-        registry.register(
-            "refreshes",
-            "Refresh-token presentations by outcome: rotated, grace_reuse (a racing client), \
-             reuse_detected (session revoked), invalid",
-            refreshes.clone(),
-        );
-        let revocations = Family::default();
-        registry.register(
-            "session_revocations",
-            "Sessions ended, by reason",
-            revocations.clone(),
-        );
-        let hash_queue = Gauge::default();
-        registry.register(
-            "password_hash_queue",
-            "Password hashes running or waiting for a core",
-            hash_queue.clone(),
-        );
-        let hash_wait = Histogram::new(latency_buckets());
-        registry.register(
-            "password_hash_wait_seconds",
-            "Time a password hash waited for a core",
-            hash_wait.clone(),
-        );
-        let db_connections = Family::default();
-        registry.register(
-            "db_connections",
-            "Database pool connections by state (idle, in_use), read at scrape time",
-            db_connections.clone(),
-        );
-        let mail_queued = Family::default();
-        registry.register(
-            "mail_queued",
-            "Mails written to the outbox, by kind (reset, verify, email_change, invitation, notice)",
-            mail_queued.clone(),
-        );
-        let mail_sent = Family::default();
-        registry.register(
-            "mail_sent",
-            "Mails delivered by this instance (to the SMTP server, or to a file), by kind",
-            mail_sent.clone(),
-        );
-        let mail_failed = Family::default();
-        registry.register(
-            "mail_failed",
-            "Delivery attempts that failed and will be retried, by kind",
-            mail_failed.clone(),
-        );
-        let mail_outbox_age = Gauge::<f64, std::sync::atomic::AtomicU64>::default();
-        registry.register(
-            "mail_outbox_age_seconds",
-            "Age of the oldest mail waiting in the outbox (0 when empty), read by each delivery pass",
-            mail_outbox_age.clone(),
-        );
         Metrics {
-            mail_queued,
-            mail_sent,
-            mail_failed,
-            mail_outbox_age,
+            requests: add(
+                &mut registry,
+                "http_requests",
+                "HTTP requests answered, by method, route template and status",
+                Family::<RequestLabels, Counter>::default(),
+            ),
+            request_duration: add(
+                &mut registry,
+                "http_request_duration_seconds",
+                "Time from request to answer, by method and route template",
+                Family::new_with_constructor(|| Histogram::new(latency_buckets())),
+            ),
+            logins: add(
+                &mut registry,
+                "logins",
+                "Password logins by outcome: success, challenge (2FA asked), bad_credentials, \
+             throttled, disabled, shed (hash pool full)",
+                Family::default(),
+            ),
+            two_factor: add(
+                &mut registry,
+                "two_factor_verifications",
+                "Second-factor checks at login by outcome",
+                Family::default(),
+            ),
+            refreshes: add(
+                &mut registry,
+                "refreshes",
+                "Refresh-token presentations by outcome: rotated, grace_reuse (a racing client), \
+             reuse_detected (session revoked), invalid",
+                Family::default(),
+            ),
+            revocations: add(
+                &mut registry,
+                "session_revocations",
+                "Sessions ended, by reason",
+                Family::default(),
+            ),
+            hash_queue: add(
+                &mut registry,
+                "password_hash_queue",
+                "Password hashes running or waiting for a core",
+                Gauge::default(),
+            ),
+            hash_wait: add(
+                &mut registry,
+                "password_hash_wait_seconds",
+                "Time a password hash waited for a core",
+                Histogram::new(latency_buckets()),
+            ),
+            db_connections: add(
+                &mut registry,
+                "db_connections",
+                "Database pool connections by state (idle, in_use), read at scrape time",
+                Family::default(),
+            ),
+            mail_queued: add(
+                &mut registry,
+                "mail_queued",
+                "Mails written to the outbox, by kind (reset, verify, email_change, invitation, notice)",
+                Family::default(),
+            ),
+            mail_sent: add(
+                &mut registry,
+                "mail_sent",
+                "Mails delivered by this instance (to the SMTP server, or to a file), by kind",
+                Family::default(),
+            ),
+            mail_failed: add(
+                &mut registry,
+                "mail_failed",
+                "Delivery attempts that failed and will be retried, by kind",
+                Family::default(),
+            ),
+            mail_outbox_age: add(
+                &mut registry,
+                "mail_outbox_age_seconds",
+                "Age of the oldest mail waiting in the outbox (0 when empty), read by each delivery pass",
+                Gauge::<f64, std::sync::atomic::AtomicU64>::default(),
+            ),
             registry,
-            requests,
-            request_duration,
-            logins,
-            two_factor,
-            refreshes,
-            revocations,
-            hash_queue,
-            hash_wait,
-            db_connections,
         }
     }
 

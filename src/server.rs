@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::io;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
@@ -23,6 +23,7 @@ use axum::Router;
 use axum::extract::ConnectInfo;
 use hyper::body::Incoming;
 use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::server::graceful::GracefulConnection;
 use ipnet::IpNet;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
@@ -107,35 +108,10 @@ pub async fn serve(
         });
         let io = TokioIo::new(WriteDeadline::new(stream, limits.write_timeout));
         let connection = http.serve_connection(io, service);
-        let mut stop = stop.subscribe();
+        let stop = stop.subscribe();
         let (lifetime, grace) = (limits.connection_lifetime, limits.shutdown_timeout);
         tokio::spawn(async move {
-            tokio::pin!(connection);
-            let ended = tokio::select! {
-                ended = connection.as_mut() => Some(ended),
-                () = tokio::time::sleep(lifetime) => None,
-                _ = stop.changed() => None,
-            };
-            // Told to close: no further request on this connection (an idle one closes now),
-            // the one in flight may finish within the grace period, then the connection is cut.
-            let ended = match ended {
-                Some(ended) => ended,
-                None => {
-                    connection.as_mut().graceful_shutdown();
-                    match tokio::time::timeout(grace, connection.as_mut()).await {
-                        Ok(ended) => ended,
-                        Err(_) => {
-                            tracing::debug!(%peer, "connection cut after the grace period");
-                            Ok(())
-                        }
-                    }
-                }
-            };
-            // A connection ends in an error when the client resets it, sends garbage or is too
-            // slow: that is the client's business, and nothing to log above debug.
-            if let Err(error) = ended {
-                tracing::debug!(%peer, error = %error, "connection ended");
-            }
+            drive(connection, stop, lifetime, grace, peer).await;
             drop(share);
             drop(slot);
         });
@@ -150,6 +126,45 @@ pub async fn serve(
                 "requests still in flight at the shutdown deadline were cut off"
             );
         }
+    }
+}
+
+/// Serves one connection until it ends, its lifetime is up, or the server stops: then no further
+/// request is read (an idle connection closes now), the one in flight may finish within the grace
+/// period, and the connection is cut.
+async fn drive<C>(
+    connection: C,
+    mut stop: watch::Receiver<()>,
+    lifetime: Duration,
+    grace: Duration,
+    peer: SocketAddr,
+) where
+    C: GracefulConnection,
+    C::Error: std::fmt::Display,
+{
+    tokio::pin!(connection);
+    let ended = tokio::select! {
+        ended = connection.as_mut() => Some(ended),
+        () = tokio::time::sleep(lifetime) => None,
+        _ = stop.changed() => None,
+    };
+    let ended = match ended {
+        Some(ended) => ended,
+        None => {
+            connection.as_mut().graceful_shutdown();
+            match tokio::time::timeout(grace, connection.as_mut()).await {
+                Ok(ended) => ended,
+                Err(_) => {
+                    tracing::debug!(%peer, "connection cut after the grace period");
+                    Ok(())
+                }
+            }
+        }
+    };
+    // A connection ends in an error when the client resets it, sends garbage or is too slow:
+    // that is the client's business, and nothing to log above debug.
+    if let Err(error) = ended {
+        tracing::debug!(%peer, error = %error, "connection ended");
     }
 }
 
