@@ -110,6 +110,21 @@ impl TestDatabase {
     }
 }
 
+impl TestDatabase {
+    /// A database made as an operator makes one before the first start: `gatehouse migrate`
+    /// (the other commands never create one).
+    pub async fn migrated(backend: &Backend) -> TestDatabase {
+        let db = TestDatabase::new(backend).await;
+        let output = db.cli(&["migrate"], None);
+        assert!(
+            output.status.success(),
+            "gatehouse migrate: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        db
+    }
+}
+
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         let Some((server, name)) = self.postgres.take() else {

@@ -53,7 +53,7 @@ async fn access_token(http: &Http, email: &str, password: &str) -> String {
 }
 
 async fn revocations_on_one_instance_reach_the_other(backend: Backend) {
-    let db = TestDatabase::new(&backend).await;
+    let db = TestDatabase::migrated(&backend).await;
     add_user(&db, "ann@example.com");
     let (a, b) = (Instance::start(&db, &[]), Instance::start(&db, &[]));
 
@@ -120,7 +120,7 @@ async fn jwks(http: &Http) -> Value {
 }
 
 async fn key_rotation_reaches_every_running_instance(backend: Backend) {
-    let db = TestDatabase::new(&backend).await;
+    let db = TestDatabase::migrated(&backend).await;
     add_user(&db, "bo@example.com");
     let (a, b) = (Instance::start(&db, &[]), Instance::start(&db, &[]));
     let old_token = access_token(&a, "bo@example.com", PASSWORD).await;
@@ -155,7 +155,7 @@ async fn key_rotation_reaches_every_running_instance(backend: Backend) {
 }
 
 async fn a_restarted_instance_knows_the_revocations_at_once(backend: Backend) {
-    let db = TestDatabase::new(&backend).await;
+    let db = TestDatabase::migrated(&backend).await;
     add_user(&db, "cy@example.com");
     let first = Instance::start(&db, &[]);
     let token = access_token(&first, "cy@example.com", PASSWORD).await;
@@ -210,7 +210,7 @@ async fn retired_keys_leave_the_jwk_set_once_their_tokens_have_expired(backend: 
 }
 
 async fn the_account_throttle_is_shared_by_every_instance(backend: Backend) {
-    let db = TestDatabase::new(&backend).await;
+    let db = TestDatabase::migrated(&backend).await;
     add_user(&db, "eve@example.com");
     let (a, b) = (Instance::start(&db, &[]), Instance::start(&db, &[]));
     // The burst is 50 failures: spreading them over two instances gains nothing.

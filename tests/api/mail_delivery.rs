@@ -68,7 +68,7 @@ async fn mail_queued_during_an_outage_arrives_once_when_the_server_is_back(backe
 
 async fn two_instances_deliver_each_mail_once(backend: Backend) {
     let mut smtp = SmtpServer::stopped();
-    let db = TestDatabase::new(&backend).await;
+    let db = TestDatabase::migrated(&backend).await;
     let env = [
         ("GATEHOUSE_SMTP_URL", smtp.url()),
         ("GATEHOUSE_MAIL_RETRY_MAX", "1s".to_owned()),

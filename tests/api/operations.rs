@@ -117,7 +117,7 @@ async fn every_request_has_an_id_given_or_made(backend: Backend) {
 /// A full session through the real binary at debug level with JSON logs; afterwards no log line
 /// holds any secret that crossed the wire.
 async fn logs_carry_request_ids_and_no_secret(backend: Backend) {
-    let db = TestDatabase::new(&backend).await;
+    let db = TestDatabase::migrated(&backend).await;
     let output = db.cli(
         &[
             "user",
@@ -357,7 +357,7 @@ async fn the_audit_trail_records_who_did_what_from_where(backend: Backend) {
 }
 
 async fn shutdown_answers_every_accepted_request(backend: Backend) {
-    let db = TestDatabase::new(&backend).await;
+    let db = TestDatabase::migrated(&backend).await;
     let output = db.cli(
         &[
             "user",

@@ -297,7 +297,7 @@ async fn the_registrations_password_check_draws_on_the_accounts_allowance(backen
 }
 
 async fn a_ceremony_finishes_on_another_instance_than_the_one_that_started_it(backend: Backend) {
-    let db = TestDatabase::new(&backend).await;
+    let db = TestDatabase::migrated(&backend).await;
     crate::instances::add_user(&db, "ann@example.com");
     let env = [("GATEHOUSE_PUBLIC_URL", ORIGIN)];
     let (a, b) = (Instance::start(&db, &env), Instance::start(&db, &env));

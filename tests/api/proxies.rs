@@ -322,7 +322,7 @@ async fn revocations_reach_the_proxy(kind: Kind, backend: Backend) {
     if !installed(kind) {
         return;
     }
-    let db = TestDatabase::new(&backend).await;
+    let db = TestDatabase::migrated(&backend).await;
     let dir = tempfile::tempdir().unwrap();
     let rules = rules_file(&dir);
     for email in ["ann@example.com", "bob@example.com"] {
