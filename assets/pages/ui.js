@@ -1,5 +1,6 @@
-// What every page script shares: the client, messages announced to screen readers, busy forms,
-// field errors from the envelope's details, and where to go after signing in.
+// What every page script shares: the client, messages announced to screen readers (beside the
+// action that caused them, or the page's), busy forms, field errors from the envelope's details,
+// and where to go after signing in.
 import { Gatehouse, GatehouseError } from "/assets/gatehouse.js";
 
 export { GatehouseError };
@@ -50,12 +51,27 @@ function sentence(text) {
   return /[.!?]$/.test(capital) ? capital : `${capital}.`;
 }
 
-/** Shows `error` in the page's alert (announced by screen readers) and marks the named fields. */
-export function showError(error, fields = {}) {
-  const box = $("error");
-  box.textContent = describe(error);
-  box.hidden = false;
-  $("status").textContent = "";
+/**
+ * Where the messages about `element` go: the `.status` and `.alert` of its closest
+ * `data-messages` block (an action's own, so that a message appears beside what caused it), else
+ * the page's.
+ */
+function messages(element) {
+  const block = element?.closest?.("[data-messages]");
+  const status = block?.querySelector(":scope > .status");
+  const alert = block?.querySelector(":scope > .alert");
+  return status && alert ? { status, alert, block } : { status: $("status"), alert: $("error"), block: null };
+}
+
+/**
+ * Shows `error` in the alert beside `where` (announced by screen readers: role=alert), else the
+ * page's, and marks the named fields (envelope field name → input id).
+ */
+export function showError(error, fields = {}, where) {
+  const { status, alert } = messages(where);
+  alert.textContent = describe(error);
+  alert.hidden = false;
+  status.textContent = "";
   const reported = error?.details?.fields ?? {};
   let first = null;
   for (const [name, inputId] of Object.entries(fields)) {
@@ -64,7 +80,7 @@ export function showError(error, fields = {}) {
     const bad = name in reported;
     input.setAttribute("aria-invalid", bad ? "true" : "false");
     if (bad) {
-      box.textContent += ` ${labelOf(input)}: ${reported[name]}.`;
+      alert.textContent += ` ${labelOf(input)}: ${reported[name]}.`;
       first ??= input;
     }
   }
@@ -75,17 +91,19 @@ function labelOf(input) {
   return document.querySelector(`label[for="${input.id}"]`)?.textContent ?? input.name;
 }
 
-/** Shows a success message (a polite live region) and clears the alert. */
-export function showStatus(text) {
-  clearError();
-  $("status").textContent = text;
+/** Shows a success message beside `where` (else the page's; a polite live region), clearing its alert. */
+export function showStatus(text, where) {
+  clearError(where);
+  messages(where).status.textContent = text;
 }
 
-export function clearError() {
-  const box = $("error");
-  box.hidden = true;
-  box.textContent = "";
-  for (const input of document.querySelectorAll('[aria-invalid="true"]')) {
+/** Clears the alert beside `where` (else the page's), its status and its marked fields. */
+export function clearError(where) {
+  const { status, alert, block } = messages(where);
+  alert.hidden = true;
+  alert.textContent = "";
+  status.textContent = "";
+  for (const input of (block ?? document).querySelectorAll('[aria-invalid="true"]')) {
     input.setAttribute("aria-invalid", "false");
   }
 }
@@ -109,11 +127,11 @@ export function onSubmit(form, action, fields = {}) {
     if ([...buttons].some((b) => b.disabled)) return;
     for (const b of buttons) b.disabled = true;
     form.setAttribute("aria-busy", "true");
-    clearError();
+    clearError(form);
     try {
       await action();
     } catch (error) {
-      showError(error, fields);
+      showError(error, fields, form);
     } finally {
       for (const b of buttons) b.disabled = false;
       form.removeAttribute("aria-busy");
@@ -127,11 +145,11 @@ export function onClick(button, action) {
   button.addEventListener("click", async () => {
     if (button.disabled) return;
     button.disabled = true;
-    clearError();
+    clearError(button);
     try {
       await action();
     } catch (error) {
-      showError(error);
+      showError(error, {}, button);
     } finally {
       button.disabled = false;
     }

@@ -145,6 +145,28 @@ async fn assets_have_their_types_and_revalidate(backend: Backend) {
         assert_eq!(stale.status, StatusCode::OK, "{path}");
         assert_eq!(stale.body, first.body);
     }
+    // The account page is made of sections, each with a script of its own: every script it loads
+    // is served, and revalidates, like the others.
+    let account = fetch(&app, "/account", &[]).await;
+    let scripts: Vec<&str> = account
+        .body
+        .split("<script type=\"module\" src=\"")
+        .skip(1)
+        .map(|rest| rest.split('"').next().unwrap())
+        .collect();
+    assert!(scripts.contains(&"/assets/pages/account.js"), "{scripts:?}");
+    assert!(
+        scripts.contains(&"/assets/pages/account/security.js"),
+        "{scripts:?}"
+    );
+    for path in &scripts {
+        let first = fetch(&app, path, &[]).await;
+        assert_eq!(first.status, StatusCode::OK, "{path}");
+        assert!(first.header("content-type").starts_with("text/javascript"));
+        let etag = first.header("etag").to_owned();
+        let again = fetch(&app, path, &[("if-none-match", &etag)]).await;
+        assert_eq!(again.status, StatusCode::NOT_MODIFIED, "{path}");
+    }
     // The library is the repository's very file.
     let library = fetch(&app, "/assets/gatehouse.js", &[]).await;
     assert_eq!(
@@ -156,6 +178,8 @@ async fn assets_have_their_types_and_revalidate(backend: Backend) {
         "/assets/pages/nope.js",
         "/assets/pages/..%2f..%2fCargo.toml",
         "/assets/pages/",
+        "/assets/pages/account/nope.js",
+        "/assets/pages/account/profile.html",
     ] {
         let page = fetch(&app, missing, &[]).await;
         assert_eq!(page.status, StatusCode::NOT_FOUND, "{missing}");

@@ -51,7 +51,7 @@ await run("account", async (browser) => {
   const regen = page.locator("#twofa-codes-form");
   await regen.getByLabel("Code from your app (or a recovery code)").fill(recovery[0]);
   await regen.getByRole("button", { name: "Make new recovery codes" }).click();
-  await expectText(page, "New recovery codes: the old ones no longer work.", "#status");
+  await expectText(page, "New recovery codes: the old ones no longer work.", "#twofa");
   const fresh = await page.locator("#recovery-list li").allInnerTexts();
   assert(fresh.length === 10 && !fresh.includes(recovery[1]), "ten new codes");
   await expectText(page, "On. Recovery codes left: 10.", "#twofa-state");

@@ -58,7 +58,7 @@ await run("mail", async (browser) => {
   const first = await mailedLink(newcomer, "/verify-email");
   // A new link from the account page voids the first.
   await page.getByRole("button", { name: "Mail me a new verification link" }).click();
-  await expectText(page, `A new verification link is on its way to ${newcomer}.`, "#status");
+  await expectText(page, `A new verification link is on its way to ${newcomer}.`, "#profile");
   const verify = await mailedLink(newcomer, "/verify-email", { skip: [first] });
   await page.goto(first);
   await page.getByRole("button", { name: "Verify my address" }).click();

@@ -96,6 +96,14 @@ static ASSETS: LazyLock<Vec<(&'static str, Asset)>> = LazyLock::new(|| {
 
 static LIBRARY_ASSET: LazyLock<Asset> = LazyLock::new(|| asset(JS, LIBRARY));
 
+/// The account page's section scripts (`super::account::SECTIONS`), by section id.
+static SECTION_ASSETS: LazyLock<Vec<(&'static str, Asset)>> = LazyLock::new(|| {
+    super::account::SECTIONS
+        .iter()
+        .map(|s| (s.id, asset(JS, s.script)))
+        .collect()
+});
+
 pub fn router() -> Router<AppState> {
     Router::new()
         .route(
@@ -103,6 +111,15 @@ pub fn router() -> Router<AppState> {
             get(|headers: HeaderMap| async move { serve(&LIBRARY_ASSET, &headers) }),
         )
         .route("/assets/pages/{name}", get(page_asset))
+        .route("/assets/pages/account/{name}", get(section_asset))
+}
+
+async fn section_asset(Path(name): Path<String>, headers: HeaderMap) -> Result<Response, Error> {
+    let (_, asset) = name
+        .strip_suffix(".js")
+        .and_then(|id| SECTION_ASSETS.iter().find(|(n, _)| *n == id))
+        .ok_or(Error::NotFound)?;
+    Ok(serve(asset, &headers))
 }
 
 async fn page_asset(Path(name): Path<String>, headers: HeaderMap) -> Result<Response, Error> {

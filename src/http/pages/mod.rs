@@ -19,10 +19,13 @@ use super::AppState;
 use crate::config::{ReturnUrls, Settings};
 use crate::error::Error;
 
+mod account;
 mod assets;
 
 /// Where a signed-in user lands when no allowed `return_to` was given.
 const ACCOUNT: &str = "/account";
+/// The page made of `account::SECTIONS`.
+const ACCOUNT_PAGE: &str = "account";
 
 /// No inline script or style, nothing from another origin, no framing, no form posting
 /// elsewhere: an injected `<script>` or `style=` does nothing, and no other site can frame the
@@ -94,6 +97,9 @@ impl Pages {
         for (name, _, source) in PAGES {
             templates.add_template_owned(format!("{name}.html"), *source)?;
         }
+        for section in account::SECTIONS {
+            templates.add_template_owned(account::template_name(section), section.html)?;
+        }
         Ok(Pages {
             templates,
             product_name: settings.mail.product_name.clone(),
@@ -104,12 +110,24 @@ impl Pages {
     }
 
     /// The page `name` inside the layout, with the script of `script` (none for a page that needs
-    /// none).
+    /// none; the account page also loads each section's).
     fn render(&self, name: &str, script: Option<&str>, return_to: &str) -> Result<String, Error> {
         let title = PAGES
             .iter()
             .find(|(n, _, _)| *n == name)
             .map_or("", |(_, title, _)| *title);
+        let account = name == ACCOUNT_PAGE;
+        let mut scripts: Vec<String> = script
+            .map(|s| format!("/assets/pages/{s}.js"))
+            .into_iter()
+            .collect();
+        if account {
+            scripts.extend(
+                account::SECTIONS
+                    .iter()
+                    .map(|s| format!("/assets/pages/account/{}.js", s.id)),
+            );
+        }
         let page = context! {
             product_name => &self.product_name,
             registration_open => self.registration_open,
@@ -118,6 +136,23 @@ impl Pages {
             title => title,
         };
         let failed = |e: minijinja::Error| Error::internal(anyhow::anyhow!("page {name}: {e}"));
+        // The account page's sections, each rendered with the page's context.
+        let sections = if account {
+            account::SECTIONS
+                .iter()
+                .map(|s| {
+                    let html = self
+                        .templates
+                        .get_template(&account::template_name(s))
+                        .and_then(|t| t.render(&page))
+                        .map_err(failed)?;
+                    Ok(context! { id => s.id, title => s.title, html => Value::from_safe_string(html) })
+                })
+                .collect::<Result<Vec<Value>, Error>>()?
+        } else {
+            Vec::new()
+        };
+        let page = context! { sections => sections, ..page };
         let body = self
             .templates
             .get_template(&format!("{name}.html"))
@@ -129,8 +164,10 @@ impl Pages {
                 t.render(context! {
                     product_name => &self.product_name,
                     title => title,
-                    script => script,
+                    scripts => scripts,
                     return_to => return_to,
+                    // The account page: wide, with the person's name and a sign-out in the bar.
+                    signed_in => account,
                     body => Value::from_safe_string(body),
                 })
             })
