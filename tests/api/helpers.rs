@@ -80,6 +80,25 @@ pub struct TestDatabase {
 }
 
 impl TestDatabase {
+    /// One value from the database, by SQL (as `TestApp::scalar`).
+    pub async fn scalar<T>(&self, sql: &str) -> T
+    where
+        T: for<'r> sqlx::Decode<'r, sqlx::Sqlite>
+            + sqlx::Type<sqlx::Sqlite>
+            + for<'r> sqlx::Decode<'r, sqlx::Postgres>
+            + sqlx::Type<sqlx::Postgres>
+            + Send
+            + Unpin,
+    {
+        if self.url.starts_with("sqlite:") {
+            let mut conn = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+            sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap()
+        } else {
+            let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+            sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap()
+        }
+    }
+
     pub async fn new(backend: &Backend) -> TestDatabase {
         let dir = tempfile::tempdir().expect("temporary folder");
         match backend {
@@ -473,13 +492,7 @@ impl TestApp {
             + Send
             + Unpin,
     {
-        if self.db.url.starts_with("sqlite:") {
-            let mut conn = sqlx::SqliteConnection::connect(&self.db.url).await.unwrap();
-            sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap()
-        } else {
-            let mut conn = sqlx::PgConnection::connect(&self.db.url).await.unwrap();
-            sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap()
-        }
+        self.db.scalar(sql).await
     }
 
     /// Runs one statement on the app's database (set-up only).

@@ -6,7 +6,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::smtp_server::Relay;
@@ -102,6 +102,19 @@ impl SmtpServer {
         if let Some(running) = self.running.take() {
             let _ = running.stop.send(());
             let _ = running.thread.join();
+        }
+    }
+
+    /// Waits until no client is connected: whatever a client still sending had to say is
+    /// stored, or never will be.
+    pub async fn wait_idle(&self) {
+        let started = Instant::now();
+        while self.open.load(Ordering::SeqCst) > 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "a client stays connected to the SMTP server"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
@@ -225,6 +238,28 @@ impl Mail {
         let at = text.find(&marker).expect("a link");
         let start = text[..at].rfind("http").expect("an absolute link");
         format!("{}{}{}", &text[start..at], marker, self.token(page))
+    }
+}
+
+/// Waits until `app` has handed to the SMTP server every mail it will send for what it was asked
+/// so far: no forgotten-password request still being handled (each may yet queue a mail), then
+/// an empty outbox (a mail leaves it only once the server answered 250, after storing it). What
+/// `messages()` holds then is all there will be: "no further mail" proved, not waited for.
+pub async fn outbox_drained(app: &crate::helpers::TestApp) {
+    let started = Instant::now();
+    loop {
+        // In this order: a request still in flight may queue a mail after the count.
+        if app.handle.resets_in_flight() == 0 {
+            let queued: i64 = app.scalar("SELECT COUNT(*) FROM mail_outbox").await;
+            if queued == 0 {
+                return;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "mail still queued or being queued"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
