@@ -443,6 +443,22 @@ pub fn sample(text: &str, series: &str) -> f64 {
     metric(text, series).unwrap_or_else(|| panic!("no {series} in\n{text}"))
 }
 
+/// Whether a test's system packages are here (`missing` lists those that are not): without them,
+/// the test says so on stderr and passes, unless `CI` is set, where it fails (`.ci/run` installs
+/// them). Only the browser's and the proxies' tests need any.
+pub fn installed_or_skipped(missing: &[&str], test: &str) -> bool {
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} needed in CI (.ci/run installs it)",
+        missing.join(" and ")
+    );
+    eprintln!("{} not installed: skipping {test}", missing.join(" and "));
+    false
+}
+
 /// The `recoveryCodes` of a 200 answer (2FA enable, new recovery codes).
 pub fn recovery_codes(answer: &Answer) -> Vec<String> {
     answer.data(200)["recoveryCodes"]
