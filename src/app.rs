@@ -333,6 +333,12 @@ impl Handle {
         Ok(self.0.auth.housekeeping.housekeep().await?)
     }
 
+    /// Forgotten-password requests answered but still being handled off their path: until this
+    /// is 0, a mail may yet be queued for them (tests wait for it before counting mail).
+    pub fn resets_in_flight(&self) -> usize {
+        self.0.auth.recovery.resets_in_flight()
+    }
+
     /// The clock every part of the service reads.
     pub fn clock(&self) -> &Clock {
         &self.0.clock

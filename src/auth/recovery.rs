@@ -51,6 +51,11 @@ impl ResetDesk {
             in_flight: Arc::new(Semaphore::new(IN_FLIGHT)),
         }
     }
+
+    /// Requests answered and still being handled off their path.
+    fn in_flight(&self) -> usize {
+        IN_FLIGHT - self.in_flight.available_permits()
+    }
 }
 
 /// A forgotten password: the mailed link and the reset with it.
@@ -147,6 +152,11 @@ impl Recovery {
     /// anonymous caller: it is done on the request's path, and its answer says what happened.
     pub(super) async fn mail_reset_link(&self, user: &User) -> Result<bool> {
         self.reset_work().issue(user).await
+    }
+
+    /// Forgotten-password requests answered and still being handled: each may yet queue a mail.
+    pub fn resets_in_flight(&self) -> usize {
+        self.desk.in_flight()
     }
 
     fn reset_work(&self) -> ResetWork {

@@ -16,7 +16,8 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::helpers::{
-    Backend, PASSWORD, TestApp, base32_decode, both_backends, code_at, now_seconds, spawn_app_with,
+    Backend, PASSWORD, TestApp, base32_decode, both_backends, code_at, installed_or_skipped,
+    now_seconds, spawn_app_with,
 };
 use crate::smtp::SmtpServer;
 
@@ -48,7 +49,7 @@ fn browser_ready() -> bool {
     .into_iter()
     .flatten()
     .collect();
-    node_ready() && ready(&missing)
+    node_ready() && installed_or_skipped(&missing, "a browser test")
 }
 
 fn node_ready() -> bool {
@@ -56,23 +57,7 @@ fn node_ready() -> bool {
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    ready(if found { &[] } else { &["node"] })
-}
-
-fn ready(missing: &[&str]) -> bool {
-    if missing.is_empty() {
-        return true;
-    }
-    assert!(
-        std::env::var_os("CI").is_none(),
-        "{} needed in CI (.ci/run installs it)",
-        missing.join(" and ")
-    );
-    eprintln!(
-        "{} not installed: skipping a browser test",
-        missing.join(" and ")
-    );
-    false
+    installed_or_skipped(if found { &[] } else { &["node"] }, "a browser test")
 }
 
 /// An app the browser reaches at `url` (`http://localhost:PORT`), its public URL, passkeys'

@@ -80,6 +80,25 @@ pub struct TestDatabase {
 }
 
 impl TestDatabase {
+    /// One value from the database, by SQL (as `TestApp::scalar`).
+    pub async fn scalar<T>(&self, sql: &str) -> T
+    where
+        T: for<'r> sqlx::Decode<'r, sqlx::Sqlite>
+            + sqlx::Type<sqlx::Sqlite>
+            + for<'r> sqlx::Decode<'r, sqlx::Postgres>
+            + sqlx::Type<sqlx::Postgres>
+            + Send
+            + Unpin,
+    {
+        if self.url.starts_with("sqlite:") {
+            let mut conn = sqlx::SqliteConnection::connect(&self.url).await.unwrap();
+            sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap()
+        } else {
+            let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+            sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap()
+        }
+    }
+
     pub async fn new(backend: &Backend) -> TestDatabase {
         let dir = tempfile::tempdir().expect("temporary folder");
         match backend {
@@ -439,6 +458,22 @@ pub fn sample(text: &str, series: &str) -> f64 {
     metric(text, series).unwrap_or_else(|| panic!("no {series} in\n{text}"))
 }
 
+/// Whether a test's system packages are here (`missing` lists those that are not): without them,
+/// the test says so on stderr and passes, unless `CI` is set, where it fails (`.ci/run` installs
+/// them). Only the browser's and the proxies' tests need any.
+pub fn installed_or_skipped(missing: &[&str], test: &str) -> bool {
+    if missing.is_empty() {
+        return true;
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "{} needed in CI (.ci/run installs it)",
+        missing.join(" and ")
+    );
+    eprintln!("{} not installed: skipping {test}", missing.join(" and "));
+    false
+}
+
 /// The `recoveryCodes` of a 200 answer (2FA enable, new recovery codes).
 pub fn recovery_codes(answer: &Answer) -> Vec<String> {
     answer.data(200)["recoveryCodes"]
@@ -488,13 +523,7 @@ impl TestApp {
             + Send
             + Unpin,
     {
-        if self.db.url.starts_with("sqlite:") {
-            let mut conn = sqlx::SqliteConnection::connect(&self.db.url).await.unwrap();
-            sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap()
-        } else {
-            let mut conn = sqlx::PgConnection::connect(&self.db.url).await.unwrap();
-            sqlx::query_scalar(sql).fetch_one(&mut conn).await.unwrap()
-        }
+        self.db.scalar(sql).await
     }
 
     /// Runs one statement on the app's database (set-up only).

@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::helpers::{Backend, PASSWORD, both_backends, code_at};
-use crate::smtp::{SmtpServer, app_with_smtp};
+use crate::smtp::{SmtpServer, app_with_smtp, outbox_drained};
 
 both_backends!(
     security_changes_are_notified_without_secrets,
@@ -88,7 +88,7 @@ async fn a_run_of_wrong_codes_is_notified_once(backend: Backend) {
     }
     smtp.wait_for_mail("ann@example.com", "wrong second-factor codes", 1)
         .await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    outbox_drained(&app).await;
     let notices = smtp
         .messages()
         .into_iter()
@@ -122,7 +122,7 @@ async fn forgot_password_floods_send_a_few_mails_and_answer_the_same(backend: Ba
     assert_eq!(answers[0].0, 202);
     smtp.wait_for_mail("ann@example.com", "reset your password", 1)
         .await;
-    tokio::time::sleep(Duration::from_millis(2000)).await;
+    outbox_drained(&app).await;
     let mails = smtp.messages().len();
     assert!((1..=3).contains(&mails), "{mails} mails for 40 requests");
     let mailed = app.audit_count("password.reset_requested", None).await;

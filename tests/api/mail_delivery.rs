@@ -11,7 +11,7 @@ use gatehouse::config::SettingsArgs;
 use serde_json::json;
 
 use crate::helpers::{Backend, Instance, PASSWORD, TestDatabase, both_backends};
-use crate::smtp::{SmtpServer, app_with_smtp};
+use crate::smtp::{SmtpServer, app_with_smtp, outbox_drained};
 use crate::smtp_tls::{SMTP_USER, Tls};
 
 both_backends!(
@@ -57,7 +57,7 @@ async fn mail_queued_during_an_outage_arrives_once_when_the_server_is_back(backe
     }
     smtp.resume();
     let mails = smtp.wait_for(5, ARRIVAL).await;
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    outbox_drained(&app).await;
     let mails_now = smtp.messages();
     assert_eq!(mails_now.len(), 5, "each mail once");
     let ids: BTreeSet<String> = mails.iter().map(|m| m.header("Message-ID")).collect();
@@ -99,12 +99,31 @@ async fn two_instances_deliver_each_mail_once(backend: Backend) {
             .await;
         assert_eq!(answer.status.as_u16(), 202);
     }
-    // Both workers try while the server is down; then it comes back.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // The workers try every mail while the server is down; then it comes back.
+    let started = Instant::now();
+    loop {
+        let failed: i64 = db
+            .scalar("SELECT COUNT(*) FROM mail_outbox WHERE last_error IS NOT NULL")
+            .await;
+        if failed == USERS as i64 {
+            break;
+        }
+        assert!(started.elapsed() < ARRIVAL, "{failed} failures recorded");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     smtp.resume();
     smtp.wait_for(USERS, ARRIVAL).await;
-    // Time for a second delivery of anything, were there one.
-    tokio::time::sleep(Duration::from_millis(3000)).await;
+    // A second delivery of anything could only come from a worker still holding it: once the
+    // outbox is empty, both instances stop, and the server has heard the last of them, what it
+    // holds is all there will ever be.
+    let started = Instant::now();
+    while db.scalar::<i64>("SELECT COUNT(*) FROM mail_outbox").await > 0 {
+        assert!(started.elapsed() < ARRIVAL, "mail still queued");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // Dropped: stopped by SIGTERM, and waited for.
+    drop((a, b));
+    smtp.wait_idle().await;
     let mails = smtp.messages();
     assert_eq!(mails.len(), USERS, "each mail exactly once");
     let recipients: BTreeSet<String> = mails.iter().map(|m| m.header("X-RcptTo")).collect();

@@ -9,6 +9,8 @@ mod authenticator;
 mod helpers;
 mod hostile;
 mod smtp;
+mod smtp_conversation;
+mod smtp_server;
 mod smtp_tls;
 
 mod abuse;

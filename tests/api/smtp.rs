@@ -1,21 +1,30 @@
-//! A real SMTP server for the mail tests: Debian's `python3-aiosmtpd` on a loopback port, storing
-//! each message it receives in a maildir, which the tests read as a recipient's mailbox would.
-//! It can be stopped and started again on the same port, to test delivery across an outage, and
-//! can require TLS and a login (tests/api/smtp_tls.rs).
+//! A real SMTP server for the mail tests, on a loopback port (`smtp_server.rs`), storing each
+//! message it receives in a maildir, which the tests read as a recipient's mailbox would. It can
+//! be stopped and started again on the same port, to test delivery across an outage, and can
+//! require TLS and a login (tests/api/smtp_tls.rs). Each server runs on a thread and runtime of
+//! its own, as a separate process would: stopping it ends its sessions mid-sentence.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// The Debian interpreter that has the package (a `python3` earlier on the PATH may not).
-pub const PYTHON: &str = "/usr/bin/python3";
+use crate::smtp_server::Relay;
 
 pub struct SmtpServer {
     pub port: u16,
     dir: tempfile::TempDir,
-    child: Option<Child>,
+    running: Option<Running>,
+    /// Sessions open now, across restarts.
+    open: Arc<AtomicUsize>,
     /// TLS and AUTH required, when set.
     pub secure: Option<crate::smtp_tls::Secure>,
+}
+
+/// A server's thread, which ends (and with it every session) when `stop` is sent.
+struct Running {
+    stop: tokio::sync::oneshot::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
 }
 
 impl SmtpServer {
@@ -29,10 +38,15 @@ impl SmtpServer {
     /// A port reserved for a server that is not running yet: connections to it are refused.
     pub fn stopped() -> SmtpServer {
         let port = crate::helpers::free_port();
+        let dir = tempfile::tempdir().unwrap();
+        for sub in ["tmp", "new", "cur"] {
+            std::fs::create_dir_all(dir.path().join("maildir").join(sub)).unwrap();
+        }
         SmtpServer {
             port,
-            dir: tempfile::tempdir().unwrap(),
-            child: None,
+            dir,
+            running: None,
+            open: Arc::default(),
             secure: None,
         }
     }
@@ -54,49 +68,53 @@ impl SmtpServer {
         }
     }
 
-    /// Starts the server (again) on its port, and waits until it accepts connections.
+    /// Starts the server (again) on its port: it listens when this returns.
     pub fn resume(&mut self) {
-        assert!(self.child.is_none(), "the SMTP server runs already");
-        let maildir = self.dir.path().join("maildir");
-        let mut command = match &self.secure {
-            Some(secure) => secure.command(self.port, maildir),
-            None => {
-                let mut command = Command::new(PYTHON);
-                command
-                    .args(["-m", "aiosmtpd", "-n", "-l"])
-                    .arg(format!("127.0.0.1:{}", self.port))
-                    .args(["-c", "aiosmtpd.handlers.Mailbox"])
-                    .arg(maildir);
-                command
-            }
-        };
-        let child = command
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("python3-aiosmtpd is installed (.ci/run installs it)");
-        let child = self.child.insert(child);
-        let started = Instant::now();
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            if let Ok(Some(status)) = child.try_wait() {
-                panic!(
-                    "the SMTP server exited at once ({status}): is python3-aiosmtpd installed? (.ci/run installs it)"
-                );
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "the SMTP server does not start"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        assert!(self.running.is_none(), "the SMTP server runs already");
+        let listener = std::net::TcpListener::bind(("127.0.0.1", self.port))
+            .unwrap_or_else(|e| panic!("the SMTP server cannot listen on {}: {e}", self.port));
+        listener.set_nonblocking(true).unwrap();
+        let relay = Arc::new(Relay {
+            maildir: self.maildir(),
+            security: self.secure.as_ref().map(|s| s.security()),
+            open: self.open.clone(),
+        });
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                tokio::select! {
+                    () = crate::smtp_server::serve(listener, relay) => {}
+                    _ = stopped => {}
+                }
+            });
+            // Dropping the runtime drops every session with its socket.
+        });
+        self.running = Some(Running { stop, thread });
     }
 
     /// Stops the server; the port refuses connections until `resume`.
     pub fn stop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
+        if let Some(running) = self.running.take() {
+            let _ = running.stop.send(());
+            let _ = running.thread.join();
+        }
+    }
+
+    /// Waits until no client is connected: whatever a client still sending had to say is
+    /// stored, or never will be.
+    pub async fn wait_idle(&self) {
+        let started = Instant::now();
+        while self.open.load(Ordering::SeqCst) > 0 {
+            assert!(
+                started.elapsed() < Duration::from_secs(15),
+                "a client stays connected to the SMTP server"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
@@ -105,16 +123,13 @@ impl SmtpServer {
         self.dir.path().join("maildir")
     }
 
-    /// Every message received so far, oldest first.
+    /// Every message received so far, oldest first (the server's file names sort so).
     pub fn messages(&self) -> Vec<Mail> {
         let dir: PathBuf = self.dir.path().join("maildir").join("new");
         let mut files: Vec<_> = std::fs::read_dir(&dir)
             .map(|entries| entries.filter_map(Result::ok).map(|e| e.path()).collect())
             .unwrap_or_default();
-        files.sort_by_key(|p| {
-            let modified = std::fs::metadata(p).and_then(|m| m.modified()).ok();
-            (modified, p.clone())
-        });
+        files.sort();
         files
             .iter()
             .filter_map(|p| std::fs::read_to_string(p).ok())
@@ -223,6 +238,28 @@ impl Mail {
         let at = text.find(&marker).expect("a link");
         let start = text[..at].rfind("http").expect("an absolute link");
         format!("{}{}{}", &text[start..at], marker, self.token(page))
+    }
+}
+
+/// Waits until `app` has handed to the SMTP server every mail it will send for what it was asked
+/// so far: no forgotten-password request still being handled (each may yet queue a mail), then
+/// an empty outbox (a mail leaves it only once the server answered 250, after storing it). What
+/// `messages()` holds then is all there will be: "no further mail" proved, not waited for.
+pub async fn outbox_drained(app: &crate::helpers::TestApp) {
+    let started = Instant::now();
+    loop {
+        // In this order: a request still in flight may queue a mail after the count.
+        if app.handle.resets_in_flight() == 0 {
+            let queued: i64 = app.scalar("SELECT COUNT(*) FROM mail_outbox").await;
+            if queued == 0 {
+                return;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "mail still queued or being queued"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 

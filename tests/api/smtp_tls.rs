@@ -1,9 +1,8 @@
 //! TLS and SMTP AUTH for the mail tests: a throwaway CA, a certificate of it for `127.0.0.1` and
-//! `localhost`, and aiosmtpd run by `secure_smtp.py` to require TLS (STARTTLS, or TLS from the
-//! first byte) and one login before it takes any mail — as an operator's internal relay would.
+//! `localhost`, and the test server (`smtp_server.rs`) set to require TLS (STARTTLS, or TLS from
+//! the first byte) and one login before it takes any mail — as an operator's internal relay would.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::sync::{Arc, Mutex};
 
 use openssl::asn1::Asn1Time;
 use openssl::bn::BigNum;
@@ -33,6 +32,8 @@ pub enum Tls {
 pub struct Secure {
     pub tls: Tls,
     files: tempfile::TempDir,
+    acceptor: tokio_native_tls::TlsAcceptor,
+    logins: Arc<Mutex<Vec<String>>>,
 }
 
 impl Secure {
@@ -40,11 +41,19 @@ impl Secure {
         let files = tempfile::tempdir().unwrap();
         let (ca_key, ca) = certificate("Gatehouse test CA", None);
         let (key, cert) = certificate("localhost", Some((&ca_key, &ca)));
-        let write = |name: &str, bytes: Vec<u8>| std::fs::write(files.path().join(name), bytes);
-        write("ca.pem", ca.to_pem().unwrap()).unwrap();
-        write("server.pem", cert.to_pem().unwrap()).unwrap();
-        write("server.key", key.private_key_to_pem_pkcs8().unwrap()).unwrap();
-        Secure { tls, files }
+        std::fs::write(files.path().join("ca.pem"), ca.to_pem().unwrap()).unwrap();
+        let identity = tokio_native_tls::native_tls::Identity::from_pkcs8(
+            &cert.to_pem().unwrap(),
+            &key.private_key_to_pem_pkcs8().unwrap(),
+        )
+        .unwrap();
+        let acceptor = tokio_native_tls::native_tls::TlsAcceptor::new(identity).unwrap();
+        Secure {
+            tls,
+            files,
+            acceptor: acceptor.into(),
+            logins: Arc::default(),
+        }
     }
 
     /// The PEM file of the CA, for `GATEHOUSE_SMTP_CA_FILE`.
@@ -62,35 +71,20 @@ impl Secure {
         format!("{scheme}://{SMTP_USER}:{password}@127.0.0.1:{port}")
     }
 
-    /// The server's command line, its mail going to `maildir`.
-    pub fn command(&self, port: u16, maildir: PathBuf) -> Command {
-        let mode = match self.tls {
-            Tls::StartTls => "starttls",
-            Tls::Implicit => "smtps",
-        };
-        let mut command = Command::new(crate::smtp::PYTHON);
-        command
-            .arg(concat!(
-                env!("CARGO_MANIFEST_DIR"),
-                "/tests/api/secure_smtp.py"
-            ))
-            .arg(mode)
-            .arg(port.to_string())
-            .arg(self.files.path().join("server.pem"))
-            .arg(self.files.path().join("server.key"))
-            .args([SMTP_USER, SMTP_PASSWORD])
-            .arg(maildir)
-            .arg(self.files.path().join("auth.log"));
-        command
+    /// What the server needs to require TLS and the login of `SMTP_USER`.
+    pub fn security(&self) -> crate::smtp_server::Security {
+        crate::smtp_server::Security {
+            tls: self.tls,
+            acceptor: self.acceptor.clone(),
+            user: SMTP_USER,
+            password: SMTP_PASSWORD,
+            logins: self.logins.clone(),
+        }
     }
 
     /// Every AUTH the server saw, oldest first: `<login> ok` or `<login> refused`.
     pub fn logins(&self) -> Vec<String> {
-        std::fs::read_to_string(self.files.path().join("auth.log"))
-            .unwrap_or_default()
-            .lines()
-            .map(str::to_owned)
-            .collect()
+        self.logins.lock().unwrap().clone()
     }
 }
 
