@@ -665,6 +665,8 @@ pub struct Instance {
     child: std::process::Child,
     /// Every line the process wrote to stderr (its log), as it arrives.
     pub log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// The thread that reads the log; it ends with the process.
+    reader: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Instance {
@@ -699,7 +701,7 @@ impl Instance {
         };
         // Keep reading, or a full pipe would stall the server's logging.
         let sink = log.clone();
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
                 sink.lock().unwrap().push(line);
             }
@@ -708,6 +710,7 @@ impl Instance {
             http: Http::new(format!("http://{address}")),
             child,
             log,
+            reader: Some(reader),
         }
     }
 
@@ -715,12 +718,22 @@ impl Instance {
         self.child.id()
     }
 
-    /// Sends SIGTERM and waits for the process to end.
+    /// Sends SIGTERM and waits for the process to end, and for its last log line to be read.
     pub fn stop(&mut self) -> std::process::ExitStatus {
         let _ = Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status();
-        self.child.wait().unwrap()
+        self.wait()
+    }
+
+    /// Waits for the process to end (told to by a signal already sent), and for its last log line
+    /// to be read. A second SIGTERM during a graceful shutdown would kill it.
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        let status = self.child.wait().unwrap();
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+        status
     }
 }
 
