@@ -3,8 +3,8 @@
 //! A path is normalised as RFC 3986 §6.2.2 does before any rule looks at it: percent-encoded
 //! unreserved characters are decoded (so `/%61dmin` is `/admin`), other escapes are upper-cased,
 //! repeated `/` are merged and dot segments removed. A path that cannot be normalised so that every
-//! upstream reads it the same way (an encoded `/`, a `..` above the root, a broken escape, a `\` or
-//! a `;` that some upstreams read as a separator) is
+//! upstream reads it the same way (an encoded `/`, a `..` above the root, a broken escape, a control
+//! character raw or escaped, a `\` or a `;` that some upstreams read as a separator) is
 //! refused rather than guessed at: a rule must not be walked around by a spelling the upstream
 //! reads differently.
 //!
@@ -103,6 +103,10 @@ fn decode_unreserved(segment: &str) -> Result<String, BadPath> {
         match hex {
             b'/' => return Err(BadPath("the path holds an encoded /")),
             b'\\' => return Err(BadPath("the path holds an encoded \\")),
+            // `%00` ends a path for an upstream written in C; `%0A` splits a log line or header.
+            b if b.is_ascii_control() => {
+                return Err(BadPath("the path holds an encoded control character"));
+            }
             b if b.is_ascii_alphanumeric() || b"-._~".contains(&b) => out.push(b as char),
             b => out.push_str(&format!("%{b:02X}")),
         }
@@ -225,6 +229,9 @@ mod tests {
             "/api%5cadmin",
             "/api/admin;jsessionid=1",
             "/api;x/admin",
+            "/internal%00.txt",
+            "/a%0a",
+            "/a%7F",
         ] {
             assert!(NormalPath::parse(bad).is_err(), "{bad:?}");
         }
