@@ -149,6 +149,7 @@ impl Policy {
             Policy::Deny => false,
             Policy::Authenticated => true,
             Policy::TwoFactor => who.multi_factor,
+            Policy::VerifiedEmail => who.email_verified,
             Policy::Roles(roles) => roles
                 .iter()
                 .any(|r| who.roles.iter().any(|h| h == r.as_str())),
@@ -176,6 +177,7 @@ mod tests {
             user_id: uuid::Uuid::nil(),
             session_id: uuid::Uuid::nil(),
             email: "a@b".into(),
+            email_verified: false,
             full_name: "A".into(),
             roles: roles.iter().map(|r| r.to_string()).collect(),
             multi_factor,
@@ -197,6 +199,15 @@ mod tests {
         assert!(!secure.admits(&who(&["admin"], false)));
         let open = gate.policy_for(&Described::forwarded(Some("GET"), Some("h"), Some("/x")));
         assert!(open.admits(&who(&[], false)));
+        let verified = Gate::new(
+            AccessRules::parse("[[rule]]\npolicy = \"verified_email\"").unwrap(),
+            false,
+        );
+        let policy = verified.policy_for(&Described::forwarded(Some("GET"), Some("h"), Some("/")));
+        assert!(!policy.admits(&who(&["admin"], true)));
+        let mut proven = who(&[], false);
+        proven.email_verified = true;
+        assert!(policy.admits(&proven));
     }
 
     #[test]

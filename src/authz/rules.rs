@@ -18,6 +18,9 @@ pub enum Policy {
     Authenticated,
     /// A live session whose login had a second factor.
     TwoFactor,
+    /// A live session whose account's address is verified (a mailed link came back, or an
+    /// operator made the account): with open registration, anyone may register any address.
+    VerifiedEmail,
     /// A live session whose account has any of these roles now.
     Roles(Vec<Role>),
 }
@@ -145,9 +148,10 @@ impl Rule {
             ("deny", None) => Policy::Deny,
             ("authenticated", None) => Policy::Authenticated,
             ("two_factor", None) => Policy::TwoFactor,
+            ("verified_email", None) => Policy::VerifiedEmail,
             (other, None) => {
                 return Err(format!(
-                    "unknown policy {other:?} (deny, authenticated, two_factor or roles)"
+                    "unknown policy {other:?} (deny, authenticated, two_factor, verified_email or roles)"
                 ));
             }
         };

@@ -52,8 +52,8 @@ enum Decisions {
 /// Caddy `forward_auth` and Traefik `ForwardAuth`: the original request is described by
 /// `X-Forwarded-Method`, `X-Forwarded-Host` and `X-Forwarded-Uri`.
 ///
-/// 200 with `Remote-User` (user id), `Remote-Email`, `Remote-Name`, `Remote-Groups` (current
-/// roles, comma-separated) and `Remote-Session`; 401 for no, a bad, an expired or a revoked token;
+/// 200 with `Remote-User` (user id), `Remote-Email`, `Remote-Email-Verified` (`true` or
+/// `false`), `Remote-Name`, `Remote-Groups` (current roles, comma-separated) and `Remote-Session`; 401 for no, a bad, an expired or a revoked token;
 /// 403 when an access rule denies. No body. Any method.
 #[utoipa::path(method(get, post, put, patch, delete, head, options),
     path = "/api/v1/authz/forward-auth", tag = "authz",
@@ -211,6 +211,8 @@ fn allowed(who: &Identity) -> Response {
     let headers = response.headers_mut();
     headers.insert("remote-user", header_text(&who.user_id.to_string()));
     headers.insert("remote-email", header_text(&who.email));
+    let verified = if who.email_verified { "true" } else { "false" };
+    headers.insert("remote-email-verified", HeaderValue::from_static(verified));
     headers.insert("remote-name", header_text(&who.full_name));
     headers.insert("remote-groups", header_text(&who.roles.join(",")));
     headers.insert("remote-session", header_text(&who.session_id.to_string()));

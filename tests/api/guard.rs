@@ -163,6 +163,7 @@ async fn forward_auth_tells_who_holds_a_live_token(backend: Backend) {
         assert_eq!(ok.status, 200, "{path}");
         assert_eq!(ok.header("remote-user"), Some(id.to_string().as_str()));
         assert_eq!(ok.header("remote-email"), Some("zoe@example.com"));
+        assert_eq!(ok.header("remote-email-verified"), Some("true"));
         assert_eq!(ok.header("remote-name"), Some("Zo%C3%AB %C3%9Cnal"));
         assert_eq!(ok.header("remote-groups"), Some(""));
         assert_eq!(ok.header("remote-session"), Some(sid.as_str()));

@@ -153,6 +153,7 @@ async fn passes_on_only_what_gatehouse_judged(kind: Kind, backend: Backend) {
         assert!(groups.iter().all(String::is_empty), "{what}: {groups:?}");
         let expected = [
             ("remote-email", "ann@example.com"),
+            ("remote-email-verified", "true"),
             ("remote-name", "Test User"),
             ("remote-session", c["sid"].as_str().unwrap()),
             ("remote-user", c["sub"].as_str().unwrap()),
