@@ -74,6 +74,10 @@ async fn hosts_and_targets_that_cannot_be_read_one_way_are_refused(backend: Back
         ("http://app.example.com/pub lic", 403),
         ("http://app.example.com/internal%00.txt", 403),
         ("http://app.example.com/public%0A", 403),
+        // An escaped escape: an upstream that decodes twice reads `/intern%2561l` as `/internal`.
+        ("http://app.example.com/intern%2561l", 403),
+        ("http://app.example.com/public/%252e%252e/internal", 403),
+        ("http://app.example.com/100%25", 200),
     ] {
         let headers = [("x-original-method", "GET"), ("x-original-url", url)];
         let status = ask(&app, AUTH_REQUEST, Some(&token), &headers).await.status;
@@ -172,11 +176,12 @@ async fn with_rules_an_untrusted_peer_is_refused_unless_told_otherwise(backend: 
 
     // The real binary: a warning at the start, and the refusals logged, at most once a minute.
     let db = TestDatabase::new(&backend).await;
-    add_user(&db, "cy@example.com");
     let dir = tempfile::tempdir().unwrap();
     let rules = dir.path().join("rules.toml");
     std::fs::write(&rules, RULES).unwrap();
     let mut instance = Instance::start(&db, &[("GATEHOUSE_ACCESS_RULES", rules.to_str().unwrap())]);
+    // After the start: `serve` makes the database, the CLI only uses one.
+    add_user(&db, "cy@example.com");
     let token = instance.login("cy@example.com", PASSWORD).await.data(200)["accessToken"]
         .as_str()
         .unwrap()
