@@ -15,6 +15,7 @@ mod smtp_tls;
 mod upstream;
 
 mod abuse;
+mod address_proof;
 mod admin;
 mod browser;
 mod cli;
