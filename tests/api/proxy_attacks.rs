@@ -82,6 +82,25 @@ const FORGED: &[&str] = &[
     "remote-email_verified: true",
 ];
 
+/// The caller's own headers that some frameworks read as the request's path, method or host
+/// instead of the request line's (`upstream::STEERING`), in both spellings: they would make the
+/// upstream serve another request than the one judged.
+const STEERING: &[&str] = &[
+    "X-Original-URL: /internal",
+    "X_Original_URL: /internal",
+    "X-Rewrite-URL: /internal",
+    "x_rewrite_url: /internal",
+    "X-Forwarded-Uri: /internal",
+    "X-Forwarded-Prefix: /internal",
+    "X-HTTP-Method-Override: DELETE",
+    "X_HTTP_Method_Override: DELETE",
+    "X-HTTP-Method: DELETE",
+    "X-Method-Override: DELETE",
+    "Forwarded: host=ops.example.com",
+    "X-Forwarded-Host: ops.example.com",
+    "X_Forwarded_Host: ops.example.com",
+];
+
 async fn nginx_passes_on_only_what_gatehouse_judged(backend: Backend) {
     passes_on_only_what_gatehouse_judged(Kind::Nginx, backend).await
 }
@@ -143,6 +162,7 @@ async fn passes_on_only_what_gatehouse_judged(kind: Kind, backend: Backend) {
         // The caller's own Remote-* headers, in every spelling: the upstream sees Gatehouse's.
         let mut headers = vec![bearer.as_str()];
         headers.extend_from_slice(FORGED);
+        headers.extend_from_slice(STEERING);
         assert_eq!(
             proxy.raw("/public", "app.example.com", &headers).await,
             200,
@@ -163,6 +183,14 @@ async fn passes_on_only_what_gatehouse_judged(kind: Kind, backend: Backend) {
             .map(|(k, v)| (k.to_string(), vec![v.to_string()]))
             .collect();
         assert_eq!(remote, expected, "{what}");
+        // Nothing steers the upstream elsewhere: the host it may read is the one judged.
+        let mut steering = upstream.last().steering;
+        let forwarded_host = steering.remove("x-forwarded-host").unwrap_or_default();
+        assert!(
+            forwarded_host.iter().all(|h| h == "app.example.com"),
+            "{what}: {forwarded_host:?}"
+        );
+        assert!(steering.is_empty(), "{what}: {steering:?}");
     }
 
     // With the role a host rule asks for, an absolute-form target passes, and the upstream is

@@ -23,13 +23,36 @@ pub struct Seen {
     pub host: Option<String>,
     /// Every `Remote-*` header by its folded name (`remote-email-verified`), each value received.
     pub remote: BTreeMap<String, Vec<String>>,
+    /// The headers of `STEERING` received, by folded name.
+    pub steering: BTreeMap<String, Vec<String>>,
 }
+
+/// Headers that some frameworks read as the request's path, method or host in place of the
+/// request line's and `Host` (Symfony and IIS: `X-Original-URL`, `X-Rewrite-URL`; many:
+/// `X-HTTP-Method-Override`; apps behind proxies: `X-Forwarded-Host`, `Forwarded`), by folded name.
+pub const STEERING: &[&str] = &[
+    "x-original-url",
+    "x-rewrite-url",
+    "x-forwarded-uri",
+    "x-forwarded-prefix",
+    "x-forwarded-host",
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+    "forwarded",
+];
 
 /// A header name as WSGI and Rack fold it, lower-cased with `-` for `_`; `None` unless it is a
 /// `Remote-*` header.
 fn folded_remote(name: &str) -> Option<String> {
     let folded = name.to_ascii_lowercase().replace('_', "-");
     folded.starts_with("remote-").then_some(folded)
+}
+
+/// The folded name of a header of `STEERING`, or `None`.
+fn folded_steering(name: &str) -> Option<String> {
+    let folded = name.to_ascii_lowercase().replace('_', "-");
+    STEERING.contains(&folded.as_str()).then_some(folded)
 }
 
 pub struct Upstream {
@@ -68,7 +91,7 @@ def app(environ, start_response):
     log.write(json.dumps({
         "target": environ.get("PATH_INFO", "") + ("?" + query if query else ""),
         "host": environ.get("HTTP_HOST"),
-        "remote": {k: v for k, v in environ.items() if k.startswith("HTTP_REMOTE")},
+        "headers": {k: v for k, v in environ.items() if k.startswith("HTTP_")},
     }) + "\n")
     start_response("200 OK", [("Content-Type", "text/plain")])
     return [b"upstream"]
@@ -93,10 +116,13 @@ impl Upstream {
             let record = record.clone();
             async move {
                 let mut remote: BTreeMap<String, Vec<String>> = BTreeMap::new();
+                let mut steering: BTreeMap<String, Vec<String>> = BTreeMap::new();
                 for (name, value) in &headers {
+                    let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
                     if let Some(name) = folded_remote(name.as_str()) {
-                        let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
                         remote.entry(name).or_default().push(value);
+                    } else if let Some(name) = folded_steering(name.as_str()) {
+                        steering.entry(name).or_default().push(value);
                     }
                 }
                 let host = headers
@@ -107,6 +133,7 @@ impl Upstream {
                     target,
                     host,
                     remote,
+                    steering,
                 });
                 "upstream"
             }
@@ -167,19 +194,21 @@ impl Upstream {
                 .lines()
                 .map(|line| {
                     let v: serde_json::Value = serde_json::from_str(line).unwrap();
-                    let remote = v["remote"]
-                        .as_object()
-                        .unwrap()
-                        .iter()
-                        .filter_map(|(k, value)| {
-                            let name = folded_remote(k.strip_prefix("HTTP_")?)?;
-                            Some((name, vec![value.as_str()?.to_owned()]))
-                        })
-                        .collect();
+                    let headers = v["headers"].as_object().unwrap();
+                    let pick = |fold: fn(&str) -> Option<String>| {
+                        headers
+                            .iter()
+                            .filter_map(|(k, value)| {
+                                let name = fold(k.strip_prefix("HTTP_")?)?;
+                                Some((name, vec![value.as_str()?.to_owned()]))
+                            })
+                            .collect()
+                    };
                     Seen {
                         target: v["target"].as_str().unwrap().to_owned(),
                         host: v["host"].as_str().map(str::to_owned),
-                        remote,
+                        remote: pick(folded_remote),
+                        steering: pick(folded_steering),
                     }
                 })
                 .collect(),
