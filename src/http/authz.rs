@@ -53,8 +53,9 @@ enum Decisions {
 /// `X-Forwarded-Method`, `X-Forwarded-Host` and `X-Forwarded-Uri`.
 ///
 /// 200 with `Remote-User` (user id), `Remote-Email`, `Remote-Email-Verified` (`true` or
-/// `false`), `Remote-Name`, `Remote-Groups` (current roles, comma-separated) and `Remote-Session`; 401 for no, a bad, an expired or a revoked token;
-/// 403 when an access rule denies. No body. Any method.
+/// `false`), `Remote-Name`, `Remote-Groups` (current roles, comma-separated) and
+/// `Remote-Session`; 401 for no, a bad, an expired or a revoked token; 403 when an access rule
+/// denies. No body. Any method.
 #[utoipa::path(method(get, post, put, patch, delete, head, options),
     path = "/api/v1/authz/forward-auth", tag = "authz",
     security((), ("bearer" = [])),
