@@ -32,6 +32,23 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 /// How often lapsed sessions, consumed refresh-token records and expired challenges are deleted.
 const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(600);
 
+/// Access rules only see what a trusted proxy describes: without one, forward-auth refuses every
+/// request (or, with `GATEHOUSE_UNTRUSTED_FORWARD_AUTH=token-only`, judges none by the rules).
+fn warn_if_rules_have_no_proxy(settings: &Settings) {
+    if settings.access_rules.is_empty() || !settings.trusted_proxies.is_empty() {
+        return;
+    }
+    let consequence = if settings.untrusted_token_only {
+        "forward-auth judges every request by its token alone, without the rules"
+    } else {
+        "forward-auth refuses every request (403)"
+    };
+    tracing::warn!(
+        "GATEHOUSE_ACCESS_RULES is set and GATEHOUSE_TRUSTED_PROXIES is not: {consequence}; \
+         set GATEHOUSE_TRUSTED_PROXIES to the proxy's address"
+    );
+}
+
 /// The service, bound and ready to run.
 pub struct Application {
     listener: TcpListener,
@@ -71,6 +88,7 @@ impl Application {
                 private_files::warn_if_shared(&key_file_path(&db), "master key file");
             }
         }
+        warn_if_rules_have_no_proxy(settings);
         let state = AppState::new(services.clone(), settings)?;
         Ok(Application {
             listener,

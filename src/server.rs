@@ -35,7 +35,9 @@ use tower::ServiceExt as _;
 /// with 431. hyper's default, about 400 KiB per connection, lets 1 024 connections that never end
 /// their headers hold 400 MiB; 32 KiB still fits large cookies and tokens many times over. (hyper
 /// bounds its body buffers by the same size, which costs nothing here: request bodies over 64 KiB
-/// are refused anyway, and an answer's body is queued for writing, not copied.)
+/// are refused anyway, and an answer's body is queued for writing, not copied.) hyper checks the
+/// buffer only between reads, so a head that arrives in one large read can pass it by up to one
+/// read's worth; `http::framing` refuses those, which makes the figure exact.
 const MAX_REQUEST_HEAD: usize = 32 * 1024;
 
 pub struct Limits {

@@ -133,6 +133,12 @@ pub enum AuditEvent {
     PasskeySecondFactor {
         passkey: Uuid,
     },
+    /// The first proof of the account's address (a reset, a verification) removed the sign-in
+    /// methods added before it.
+    CredentialsRemoved {
+        passkeys: u64,
+        authenticator: bool,
+    },
     /// A passkey ceremony failed; `reason` is a fixed word, never client input.
     PasskeyFailed {
         reason: &'static str,
@@ -204,6 +210,7 @@ impl AuditEvent {
             PasskeyLogin { .. } => "login.succeeded",
             PasskeySecondFactor { .. } => "two_factor.succeeded",
             PasskeyFailed { .. } => "passkey.failed",
+            CredentialsRemoved { .. } => "credentials.removed",
             PasskeyCloneDetected { .. } => "passkey.clone_detected",
             PasswordResetRequested { .. } => "password.reset_requested",
             PasswordResetThrottled => "password.reset_throttled",
@@ -277,6 +284,10 @@ impl AuditEvent {
                 format!("passkey passkey={passkey}")
             }
             PasskeyFailed { reason } => format!("reason={reason}"),
+            CredentialsRemoved {
+                passkeys,
+                authenticator,
+            } => format!("unproven_address passkeys={passkeys} authenticator={authenticator}"),
             PasskeyCloneDetected {
                 passkey,
                 stored,

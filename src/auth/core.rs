@@ -21,7 +21,9 @@ use crate::crypto::Secrets;
 use crate::error::{Error, Result};
 use crate::mail::Mailer;
 use crate::metrics::Metrics;
-use crate::model::{ClientInfo, EndReason, Principal, RefreshRecord, TokenSet, User, UserSummary};
+use crate::model::{
+    AddressProof, ClientInfo, EndReason, Principal, RefreshRecord, TokenSet, User, UserSummary,
+};
 use crate::store::Store;
 use crate::store::sessions::NewSession;
 
@@ -57,6 +59,33 @@ impl Core {
 
     /// The caller's account. A session outliving its user cannot happen (ON DELETE CASCADE);
     /// were it to, the token is as good as invalid.
+    /// `GATEHOUSE_REQUIRE_VERIFIED_EMAIL=on`: no way in (password, passkey, refresh) opens or
+    /// renews a session for an address that is not verified. Asked only once the credential
+    /// proved itself, so that no one else learns the address is unverified.
+    pub(super) fn require_verified(&self, user: &User) -> Result<()> {
+        if self.settings.links.require_verified_email && !user.email_verified {
+            return Err(Error::EmailNotVerified);
+        }
+        Ok(())
+    }
+
+    /// Audits what a first proof of the account's address removed, if anything.
+    pub(super) async fn credentials_removed(
+        &self,
+        user: Uuid,
+        proof: &AddressProof,
+        client: &ClientInfo,
+    ) {
+        if proof.removed.is_empty() {
+            return;
+        }
+        let event = AuditEvent::CredentialsRemoved {
+            passkeys: proof.removed.passkeys.len() as u64,
+            authenticator: proof.removed.authenticator,
+        };
+        self.audit(event, Some(user), None, Some(client)).await;
+    }
+
     pub(super) async fn user(&self, who: &Principal) -> Result<User> {
         self.store
             .user_by_id(who.user_id)

@@ -1,4 +1,5 @@
-//! The accounts forward-auth and introspection describe (e-mail, name, current roles), kept in
+//! The accounts forward-auth and introspection describe (e-mail and whether it is verified, name,
+//! current roles), kept in
 //! memory per instance so that those calls cost no database round trip, and forgotten as soon as
 //! they change anywhere: each instance polls the `users_updated_at` index (as `live` polls the
 //! revocations), so a role removed on one instance is gone from every other within
@@ -29,6 +30,7 @@ const CAPACITY: usize = 100_000;
 #[derive(Debug)]
 pub struct Profile {
     pub email: String,
+    pub email_verified: bool,
     pub full_name: String,
     pub roles: Vec<String>,
     pub disabled: bool,
@@ -38,6 +40,7 @@ impl From<&User> for Profile {
     fn from(u: &User) -> Self {
         Profile {
             email: u.email.clone(),
+            email_verified: u.email_verified,
             full_name: u.full_name.clone(),
             roles: u.roles.clone(),
             disabled: u.disabled,

@@ -88,9 +88,7 @@ impl Login {
             return Err(Error::AccountDisabled);
         }
         // After the password: only the account's owner learns that the address is unverified.
-        if self.core.settings.links.require_verified_email && !user.email_verified {
-            return Err(Error::EmailNotVerified);
-        }
+        self.core.require_verified(&user)?;
         if needs_rehash {
             self.upgrade_hash_later(&user, candidate);
         }

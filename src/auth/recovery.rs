@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::mail::{Letter, Mailer, Notice};
 use crate::model::{ClientInfo, EndReason, User};
 use crate::store::Store;
-use crate::store::mail_tokens::NewMailToken;
+use crate::store::mail_tokens::{NewMailToken, ProofMails};
 
 /// Reset mails one account gets in any hour at most.
 pub const MAILS_PER_HOUR: i64 = 3;
@@ -111,7 +111,9 @@ impl Recovery {
 
     /// `POST /auth/password/reset`: a new password with a reset link's token. Every session of
     /// the account ends (here at once, elsewhere within the revocation delay), and so do pending
-    /// 2FA challenges and logins in flight; 2FA stays as it was; a notice goes to the address.
+    /// 2FA challenges and logins in flight. The link proved the address: if it was never verified,
+    /// the passkeys and the authenticator added before go (`store::credentials`); else 2FA and
+    /// passkeys stay. The notice names what went, or the passkeys that remain.
     pub async fn reset_password(
         &self,
         token: &str,
@@ -123,19 +125,26 @@ impl Recovery {
         let (_, user) = self.core.live_link(&hash, "reset").await?;
         check_policy(password.expose_secret())?;
         let password_hash = self.core.hasher.hash(password).await?;
-        let notice = self
-            .core
-            .compose(&user, Letter::Notice(Notice::PasswordReset))?;
+        let core = &self.core;
+        let notice: ProofMails = Box::new(|proof| {
+            let letter = Letter::Proof {
+                notice: Notice::PasswordReset,
+                proof,
+            };
+            Ok(vec![core.compose(&user, letter)?])
+        });
         let reason = EndReason::PasswordReset;
         let now = self.core.clock.now_ms();
-        let (user_id, ended) = self
+        let (user_id, ended, proof, mails) = self
             .core
             .store
-            .reset_password(&hash, &password_hash, reason.as_str(), &notice, now)
+            .reset_password(&hash, &password_hash, reason.as_str(), notice, now)
             .await?
             .ok_or(Error::LinkInvalid)?;
         self.core.ended(&ended, now, reason);
-        self.core.mailer.queued(&[&notice]);
+        self.core.directory.forget(user_id);
+        self.core.mailer.queued(&mails.iter().collect::<Vec<_>>());
+        self.core.credentials_removed(user_id, &proof, client).await;
         let event = AuditEvent::PasswordReset {
             sessions_ended: ended.len() as u64,
         };

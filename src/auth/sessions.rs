@@ -101,6 +101,9 @@ impl Sessions {
         if user.disabled {
             return Err(Error::RefreshTokenInvalid.into());
         }
+        // Every way in: a session opened before the requirement was turned on (or before the
+        // address was changed back to an unverified one) is not renewed either.
+        self.core.require_verified(&user)?;
         Ok((self.core.token_set(&user, &session.amr, &refresh)?, outcome))
     }
 

@@ -14,7 +14,7 @@ use crate::domain::{Email, FullName};
 use crate::error::{Error, Result};
 use crate::mail::{Letter, Notice};
 use crate::model::{ClientInfo, Principal, User};
-use crate::store::mail_tokens::{NewMailToken, Verified};
+use crate::store::mail_tokens::{NewMailToken, ProofMails, Verified};
 use crate::store::users::NewUser;
 
 /// Verification mails one account gets in any hour at most (resends and address changes).
@@ -66,35 +66,45 @@ impl Addresses {
     }
 
     /// `POST /auth/email/verify`: the account's address is verified, or the account moves to the
-    /// address the link was sent to (`EMAIL_TAKEN` if another account took it meanwhile).
+    /// address the link was sent to (`EMAIL_TAKEN` if another account took it meanwhile). An
+    /// account whose address was never verified loses the passkeys and the authenticator added
+    /// before (`store::credentials`), and the address it now has is told which.
     pub async fn verify_email(&self, token: &str, client: &ClientInfo) -> Result<()> {
         let hash = link_token_hash(token)?;
         let (record, user) = self.core.live_link(&hash, "verify").await?;
-        // For a change, the notice to the old address, written with the change.
-        let notice = match record.email {
-            Some(_) => Some(
-                self.core
-                    .compose(&user, Letter::Notice(Notice::AddressChanged))?,
-            ),
-            None => None,
-        };
-        let verified = self
+        let core = &self.core;
+        let new_address = record.email.clone();
+        let notices: ProofMails = Box::new(move |proof| {
+            let mut mails = Vec::new();
+            // For a change, the notice to the old address, written with the change.
+            if new_address.is_some() {
+                mails.push(core.compose(&user, Letter::Notice(Notice::AddressChanged))?);
+            }
+            if !proof.removed.is_empty() {
+                let to = new_address.as_deref().unwrap_or(&user.email);
+                let letter = Letter::Proof {
+                    notice: Notice::AddressVerified,
+                    proof,
+                };
+                mails.push(core.compose_to(to, &user, letter)?);
+            }
+            Ok(mails)
+        });
+        let (verified, mails) = self
             .core
             .store
-            .verify_email(&hash, notice.as_ref(), self.core.clock.now_ms())
+            .verify_email(&hash, notices, self.core.clock.now_ms())
             .await?
             .ok_or(Error::LinkInvalid)?;
-        let event = match verified {
-            Verified::Address(_) => AuditEvent::EmailVerified,
-            Verified::Changed(_) => {
-                if let Some(notice) = &notice {
-                    self.core.mailer.queued(&[notice]);
-                }
-                AuditEvent::EmailChanged
-            }
+        self.core.mailer.queued(&mails.iter().collect::<Vec<_>>());
+        let (user_id, proof, event) = match verified {
+            Verified::Address(id, proof) => (id, proof, AuditEvent::EmailVerified),
+            Verified::Changed(id, proof) => (id, proof, AuditEvent::EmailChanged),
         };
+        self.core.directory.forget(user_id);
+        self.core.credentials_removed(user_id, &proof, client).await;
         self.core
-            .audit(event, Some(user.id), None, Some(client))
+            .audit(event, Some(user_id), None, Some(client))
             .await;
         Ok(())
     }
@@ -126,7 +136,11 @@ impl Addresses {
     }
 
     /// `POST /auth/email`: after the password, a link to `new_email`; the account keeps its
-    /// address until the link comes back.
+    /// address until the link comes back. An address another account has gets, instead of the
+    /// link (which could never be used), a word that someone tried; the caller is answered the
+    /// same either way, after the same work (a token stored, older links voided, one mail
+    /// queued), so this call tells no one which addresses have accounts. At most
+    /// `MAILS_PER_HOUR` an hour per account, with the resends (then 429).
     pub async fn change_email(
         &self,
         who: &Principal,
@@ -139,39 +153,42 @@ impl Addresses {
         if new_email.normalized() == user.email_normalized {
             return Err(Error::field("newEmail", "is the account's address already"));
         }
-        if self
+        let owner = self
             .core
             .store
             .user_by_email(&new_email.normalized())
-            .await?
-            .is_some()
-        {
-            return Err(Error::EmailTaken);
-        }
+            .await?;
         let now = self.core.clock.now_ms();
         let (token, hash) = new_link_token();
-        let mail = self
-            .core
-            .compose_to(
+        let mail = match &owner {
+            // To the address's owner, by their own name: nothing of who asked.
+            Some(owner) => self
+                .core
+                .compose(owner, Letter::Notice(Notice::AddressInUse)),
+            None => self.core.compose_to(
                 new_email.as_str(),
                 &user,
                 Letter::EmailChange { token: &token },
-            )
-            .map_err(|e| match e {
-                Error::Validation(_) => {
-                    Error::field("newEmail", "is not an address mail can be sent to")
-                }
-                other => other,
-            })?;
+            ),
+        }
+        .map_err(|e| match e {
+            Error::Validation(_) => {
+                Error::field("newEmail", "is not an address mail can be sent to")
+            }
+            other => other,
+        })?;
         let token = self.verify_token(user.id, Some(new_email.as_str()), hash, now);
-        if self
+        if !self
             .core
             .store
             .issue_mail_token(&token, &mail, now - HOUR_MS, MAILS_PER_HOUR)
             .await?
         {
-            self.core.mailer.queued(&[&mail]);
+            return Err(Error::RateLimited {
+                retry_after: HOUR_MS as u64 / 1000,
+            });
         }
+        self.core.mailer.queued(&[&mail]);
         let event = AuditEvent::EmailChangeRequested;
         self.core
             .audit(event, Some(user.id), Some(who.session_id), Some(client))

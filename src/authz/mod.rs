@@ -3,22 +3,28 @@
 //! `auth` says who holds a token (`AuthService::identify`); `http::authz` reads the proxy's
 //! headers and answers.
 
+pub mod authority;
 pub mod path;
 pub mod rules;
 
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use authority::authority_host;
 use path::NormalPath;
-use rules::{AccessRules, Policy, Target, normal_host};
+use rules::{AccessRules, Policy, Target};
 
 use crate::model::Identity;
 
 /// What the proxy's headers said of the original request.
 #[derive(Debug, Clone)]
 pub enum Described {
-    /// Not from a trusted proxy: its headers are not believed, only its token is judged.
+    /// Not from a trusted proxy: its headers are not believed. With rules, refused unless the
+    /// operator chose to judge such requests by their token alone.
     Untrusted,
     /// From a trusted proxy, but without the endpoint's own headers or with headers that cannot
-    /// be read one way (a path that does not normalise): refused when rules are configured.
-    Unreadable,
+    /// be read one way: refused when rules are configured. Says why, for the debug log.
+    Unreadable(&'static str),
     Request(Target),
 }
 
@@ -26,60 +32,111 @@ impl Described {
     /// Caddy and Traefik: `X-Forwarded-Method`, `-Host` and `-Uri`, each given exactly once.
     pub fn forwarded(method: Option<&str>, host: Option<&str>, uri: Option<&str>) -> Described {
         let (Some(method), Some(host), Some(uri)) = (method, host, uri) else {
-            return Described::Unreadable;
+            return Described::Unreadable("X-Forwarded-Method, -Host or -Uri missing or repeated");
         };
         Self::target(method, host, uri)
     }
 
-    /// nginx: `X-Original-Method` and `X-Original-URL` (an absolute URL: the host comes from it).
+    /// nginx: `X-Original-Method` and `X-Original-URL`, one absolute URL
+    /// `http(s)://host[:port]/path?query` (the recipe: `$scheme://$host$request_uri`). The host is
+    /// what lies between `://` and the first `/`, and must be a clean `host[:port]`: a `?`, `#`
+    /// or `@` before that `/` is refused, never read as the start of a query, a fragment or a
+    /// host after user information (each once let a client choose what was judged).
     pub fn original(method: Option<&str>, url: Option<&str>) -> Described {
         let (Some(method), Some(url)) = (method, url) else {
-            return Described::Unreadable;
+            return Described::Unreadable("X-Original-Method or -URL missing or repeated");
         };
-        let Some((_, rest)) = url.split_once("://") else {
-            return Described::Unreadable;
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return Described::Unreadable("X-Original-URL is not an absolute URL");
         };
-        let split = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-        let (authority, target) = rest.split_at(split);
-        // userinfo@host:port
-        let host = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-        let target = if target.starts_with('/') { target } else { "/" };
-        Self::target(method, host, target)
+        if !(scheme.eq_ignore_ascii_case("http") || scheme.eq_ignore_ascii_case("https")) {
+            return Described::Unreadable("X-Original-URL is not an http(s) URL");
+        }
+        let Some(slash) = rest.find('/') else {
+            return Described::Unreadable("X-Original-URL has no path");
+        };
+        let (authority, target) = rest.split_at(slash);
+        Self::target(method, authority, target)
     }
 
-    fn target(method: &str, host: &str, uri: &str) -> Described {
-        let method_ok = !method.is_empty() && method.bytes().all(|b| b.is_ascii_alphabetic());
-        match (method_ok, normal_host(host), NormalPath::parse(uri)) {
-            (true, Some(host), Ok(path)) => Described::Request(Target {
+    fn target(method: &str, authority: &str, target: &str) -> Described {
+        if method.is_empty() || !method.bytes().all(|b| b.is_ascii_alphabetic()) {
+            return Described::Unreadable("the method is not a word");
+        }
+        let host = match authority_host(authority) {
+            Ok(host) => host,
+            Err(bad) => return Described::Unreadable(bad.0),
+        };
+        // A raw `#` is never sent by a browser; upstreams disagree on whether it ends the path
+        // (nginx, WSGI servers and Go's net/http keep `/public#/../internal` as one path, which
+        // then cleans to `/internal`). Whitespace is no part of a target either.
+        if target.contains('#') {
+            return Described::Unreadable("the target holds a raw #");
+        }
+        if target.contains(|c: char| c.is_ascii_whitespace()) {
+            return Described::Unreadable("the target holds whitespace");
+        }
+        match NormalPath::parse(target) {
+            Ok(path) => Described::Request(Target {
                 method: method.to_ascii_uppercase(),
                 host,
                 path,
             }),
-            _ => Described::Unreadable,
+            Err(bad) => Described::Unreadable(bad.0),
         }
     }
 }
 
 /// The access rules in force.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Default)]
 pub struct Gate {
     rules: AccessRules,
+    /// `GATEHOUSE_UNTRUSTED_FORWARD_AUTH=token-only`: with rules, a request from an untrusted
+    /// peer is judged by its token alone instead of refused.
+    untrusted_token_only: bool,
+    /// When an untrusted peer's refusal was last logged, and how many came since.
+    refusals: Mutex<(Option<Instant>, u64)>,
 }
 
+/// Refusals of untrusted peers are logged at most this often: a misconfigured proxy is seen at
+/// once, and a flood of requests from elsewhere cannot fill the log.
+const REFUSAL_LOG_INTERVAL: Duration = Duration::from_secs(60);
+
 impl Gate {
-    pub fn new(rules: AccessRules) -> Gate {
-        Gate { rules }
+    pub fn new(rules: AccessRules, untrusted_token_only: bool) -> Gate {
+        Gate {
+            rules,
+            untrusted_token_only,
+            refusals: Mutex::default(),
+        }
     }
 
-    /// The policy for a described request. No rules, or a request from an untrusted peer: a live
-    /// session suffices. With rules, a request that cannot be read is denied (fail closed).
+    /// Counts a refused request from an untrusted peer; `Some(n)` when a log line is due now,
+    /// `n` being the refusals since the last line, this one included.
+    pub fn untrusted_refused(&self) -> Option<u64> {
+        let now = Instant::now();
+        // A poisoned lock only means a thread panicked between two plain assignments.
+        let mut refusals = self.refusals.lock().unwrap_or_else(|e| e.into_inner());
+        let (last, count) = &mut *refusals;
+        *count += 1;
+        if last.is_some_and(|at| now.duration_since(at) < REFUSAL_LOG_INTERVAL) {
+            return None;
+        }
+        *last = Some(now);
+        Some(std::mem::take(count))
+    }
+
+    /// The policy for a described request. No rules: a live session suffices. With rules, a
+    /// request that cannot be read is denied (fail closed), and so is one from an untrusted peer
+    /// (one wrong CIDR in GATEHOUSE_TRUSTED_PROXIES must not switch every rule off), unless the
+    /// operator asked for such requests to be judged by their token alone.
     pub fn policy_for<'a>(&'a self, request: &Described) -> &'a Policy {
         if self.rules.is_empty() {
             return &Policy::Authenticated;
         }
         match request {
-            Described::Untrusted => &Policy::Authenticated,
-            Described::Unreadable => &Policy::Deny,
+            Described::Untrusted if self.untrusted_token_only => &Policy::Authenticated,
+            Described::Untrusted | Described::Unreadable(_) => &Policy::Deny,
             Described::Request(target) => self.rules.policy_for(target),
         }
     }
@@ -92,6 +149,7 @@ impl Policy {
             Policy::Deny => false,
             Policy::Authenticated => true,
             Policy::TwoFactor => who.multi_factor,
+            Policy::VerifiedEmail => who.email_verified,
             Policy::Roles(roles) => roles
                 .iter()
                 .any(|r| who.roles.iter().any(|h| h == r.as_str())),
@@ -110,6 +168,7 @@ mod tests {
                  [[rule]]\npaths = [\"/secure\"]\npolicy = \"two_factor\"",
             )
             .unwrap(),
+            false,
         )
     }
 
@@ -118,6 +177,7 @@ mod tests {
             user_id: uuid::Uuid::nil(),
             session_id: uuid::Uuid::nil(),
             email: "a@b".into(),
+            email_verified: false,
             full_name: "A".into(),
             roles: roles.iter().map(|r| r.to_string()).collect(),
             multi_factor,
@@ -139,19 +199,31 @@ mod tests {
         assert!(!secure.admits(&who(&["admin"], false)));
         let open = gate.policy_for(&Described::forwarded(Some("GET"), Some("h"), Some("/x")));
         assert!(open.admits(&who(&[], false)));
+        let verified = Gate::new(
+            AccessRules::parse("[[rule]]\npolicy = \"verified_email\"").unwrap(),
+            false,
+        );
+        let policy = verified.policy_for(&Described::forwarded(Some("GET"), Some("h"), Some("/")));
+        assert!(!policy.admits(&who(&["admin"], true)));
+        let mut proven = who(&[], false);
+        proven.email_verified = true;
+        assert!(policy.admits(&proven));
     }
 
     #[test]
-    fn with_rules_an_unreadable_request_is_denied_and_an_untrusted_one_judged_by_token() {
+    fn with_rules_unreadable_and_untrusted_requests_are_denied() {
         let gate = rules();
         for unreadable in [
             Described::forwarded(None, Some("h"), Some("/x")),
             Described::forwarded(Some("GET"), None, Some("/x")),
             Described::forwarded(Some("GET"), Some("h"), Some("/admin%2Fx")),
             Described::forwarded(Some("G T"), Some("h"), Some("/x")),
+            Described::forwarded(Some("GET"), Some("h"), Some("/x#/../admin")),
+            Described::forwarded(Some("GET"), Some("h?"), Some("/admin")),
             Described::original(Some("GET"), Some("/admin")),
             Described::original(Some("GET"), None),
             Described::original(Some("GET"), Some("http://h/../x")),
+            Described::Untrusted,
         ] {
             assert_eq!(
                 gate.policy_for(&unreadable),
@@ -159,12 +231,20 @@ mod tests {
                 "{unreadable:?}"
             );
         }
+        let lenient = Gate::new(gate.rules.clone(), true);
+        assert_eq!(gate.untrusted_refused(), Some(1));
+        assert_eq!(gate.untrusted_refused(), None);
+        assert_eq!(gate.untrusted_refused(), None);
         assert_eq!(
-            gate.policy_for(&Described::Untrusted),
+            lenient.policy_for(&Described::Untrusted),
             &Policy::Authenticated
         );
         assert_eq!(
-            Gate::default().policy_for(&Described::Unreadable),
+            Gate::default().policy_for(&Described::Unreadable("x")),
+            &Policy::Authenticated
+        );
+        assert_eq!(
+            Gate::default().policy_for(&Described::Untrusted),
             &Policy::Authenticated
         );
     }
@@ -173,7 +253,7 @@ mod tests {
     fn original_urls_give_host_and_path() {
         let Described::Request(t) = Described::original(
             Some("post"),
-            Some("https://user@Admin.Example.com:8443/a/./b?q=/admin"),
+            Some("HTTPS://Admin.Example.com:8443/a/./b?q=/admin"),
         ) else {
             panic!()
         };
@@ -182,9 +262,31 @@ mod tests {
             ("POST", "admin.example.com")
         );
         assert_eq!(t.path.to_string(), "/a/b");
-        let Described::Request(t) = Described::original(Some("GET"), Some("http://h?x")) else {
-            panic!()
-        };
-        assert_eq!(t.path.to_string(), "/");
+    }
+
+    /// Issue 22: each of these was once judged as another request than the upstream serves.
+    #[test]
+    fn original_urls_that_could_be_read_two_ways_are_unreadable() {
+        for url in [
+            "http://h?x",
+            "http://h?/admin",
+            "http://h#/admin",
+            "http://h",
+            "http://user@h/admin",
+            "http://a.corp@pub/admin",
+            "http://h:x/admin",
+            "http://h\\x/admin",
+            "http://h/public#/../admin",
+            "http://h/a b",
+            "file://h/admin",
+        ] {
+            assert!(
+                matches!(
+                    Described::original(Some("GET"), Some(url)),
+                    Described::Unreadable(_)
+                ),
+                "{url}"
+            );
+        }
     }
 }

@@ -3,8 +3,9 @@
 //! A path is normalised as RFC 3986 §6.2.2 does before any rule looks at it: percent-encoded
 //! unreserved characters are decoded (so `/%61dmin` is `/admin`), other escapes are upper-cased,
 //! repeated `/` are merged and dot segments removed. A path that cannot be normalised so that every
-//! upstream reads it the same way (an encoded `/`, a `..` above the root, a broken escape, a `\` or
-//! a `;` that some upstreams read as a separator) is
+//! upstream reads it the same way (an encoded `/`, a `..` above the root, a broken escape, a control
+//! character raw or escaped, an escaped escape that an upstream decoding twice reads as another
+//! character, a `\` or a `;` that some upstreams read as a separator) is
 //! refused rather than guessed at: a rule must not be walked around by a spelling the upstream
 //! reads differently.
 //!
@@ -103,6 +104,20 @@ fn decode_unreserved(segment: &str) -> Result<String, BadPath> {
         match hex {
             b'/' => return Err(BadPath("the path holds an encoded /")),
             b'\\' => return Err(BadPath("the path holds an encoded \\")),
+            // `%00` ends a path for an upstream written in C; `%0A` splits a log line or header.
+            b if b.is_ascii_control() => {
+                return Err(BadPath("the path holds an encoded control character"));
+            }
+            // An escaped escape (`%2561` for `%61`): an upstream that decodes twice reads
+            // `/intern%2561l` as `/internal`, which no rule would have seen.
+            b'%' if bytes
+                .get(i + 3..i + 5)
+                .is_some_and(|h| h.iter().all(u8::is_ascii_hexdigit)) =>
+            {
+                return Err(BadPath(
+                    "the path holds an escaped escape (%25 and two hex digits)",
+                ));
+            }
             b if b.is_ascii_alphanumeric() || b"-._~".contains(&b) => out.push(b as char),
             b => out.push_str(&format!("%{b:02X}")),
         }
@@ -202,6 +217,7 @@ mod tests {
         assert_eq!(norm("/api/./x/../admin"), "/api/admin");
         assert_eq!(norm("/api/%2e%2E/api/admin"), "/api/admin");
         assert_eq!(norm("/a/%7e%5b"), "/a/~%5B");
+        assert_eq!(norm("/100%25/%25zz"), "/100%25/%25zz");
         assert_eq!(norm("/"), "/");
         assert_eq!(norm("/a/.."), "/");
     }
@@ -225,6 +241,11 @@ mod tests {
             "/api%5cadmin",
             "/api/admin;jsessionid=1",
             "/api;x/admin",
+            "/internal%00.txt",
+            "/intern%2561l",
+            "/public/%252e%252e/internal",
+            "/a%0a",
+            "/a%7F",
         ] {
             assert!(NormalPath::parse(bad).is_err(), "{bad:?}");
         }

@@ -85,6 +85,14 @@ pub struct SettingsArgs {
     /// TOML file of access rules for forward-auth (docs/api.md §6) [default: none]
     #[arg(long, env = "GATEHOUSE_ACCESS_RULES", value_name = "FILE")]
     pub access_rules: Option<String>,
+    /// With access rules, forward-auth from a peer outside GATEHOUSE_TRUSTED_PROXIES: `refuse`
+    /// (403) or `token-only` (judged by its token, without the rules) [default: refuse]
+    #[arg(
+        long,
+        env = "GATEHOUSE_UNTRUSTED_FORWARD_AUTH",
+        value_name = "refuse|token-only"
+    )]
+    pub untrusted_forward_auth: Option<String>,
     /// Log filter, e.g. `info` or `gatehouse=debug` [default: info; `warn` for commands other than serve]
     #[arg(long, env = "GATEHOUSE_LOG", value_name = "FILTER")]
     pub log: Option<String>,

@@ -55,6 +55,9 @@ pub struct Settings {
     pub metrics_listen: Option<SocketAddr>,
     /// Forward-auth's access rules (empty without `GATEHOUSE_ACCESS_RULES`).
     pub access_rules: AccessRules,
+    /// Whether, with access rules, forward-auth judges a request from an untrusted peer by its
+    /// token alone (`GATEHOUSE_UNTRUSTED_FORWARD_AUTH=token-only`) rather than refusing it.
+    pub untrusted_token_only: bool,
     pub log: String,
     pub log_format: LogFormat,
     /// Where users reach the service, without a trailing slash (`GATEHOUSE_PUBLIC_URL`).
@@ -90,6 +93,7 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "audit_retention",
     "metrics_listen",
     "access_rules",
+    "untrusted_forward_auth",
     "log",
     "log_format",
     "public_url",
@@ -232,6 +236,9 @@ impl Settings {
                 })?,
             _ => AccessRules::default(),
         };
+        let untrusted = &args.untrusted_forward_auth;
+        let (s, v) = get("untrusted_forward_auth", untrusted, "refuse");
+        let untrusted_token_only = parse_choice(&s, &v, ("token-only", "refuse"))?;
         let (s, log) = get("log", &args.log, "info");
         if tracing_subscriber::EnvFilter::try_new(&log).is_err() {
             return Err(s.invalid(&log, "is not a log filter (e.g. info, or gatehouse=debug)"));
@@ -279,6 +286,7 @@ impl Settings {
             audit_retention,
             metrics_listen,
             access_rules,
+            untrusted_token_only,
             log,
             log_format,
             public_url,

@@ -4,7 +4,8 @@
 //! One endpoint per proxy convention, each reading only its own headers: a proxy replaces the
 //! headers of its own convention, but passes the other convention's through as the client wrote
 //! them, so an endpoint that read both would let a client choose which path a rule sees. Those
-//! headers are believed only from `GATEHOUSE_TRUSTED_PROXIES`. Answers carry no body and no
+//! headers are believed only from `GATEHOUSE_TRUSTED_PROXIES`; with rules, a request from any other
+//! peer is refused (`GATEHOUSE_UNTRUSTED_FORWARD_AUTH`). Answers carry no body and no
 //! envelope: proxies read the status and the `Remote-*` headers, and nginx treats any status but
 //! 2xx, 401 and 403 as its own error.
 
@@ -51,9 +52,10 @@ enum Decisions {
 /// Caddy `forward_auth` and Traefik `ForwardAuth`: the original request is described by
 /// `X-Forwarded-Method`, `X-Forwarded-Host` and `X-Forwarded-Uri`.
 ///
-/// 200 with `Remote-User` (user id), `Remote-Email`, `Remote-Name`, `Remote-Groups` (current
-/// roles, comma-separated) and `Remote-Session`; 401 for no, a bad, an expired or a revoked token;
-/// 403 when an access rule denies. No body. Any method.
+/// 200 with `Remote-User` (user id), `Remote-Email`, `Remote-Email-Verified` (`true` or
+/// `false`), `Remote-Name`, `Remote-Groups` (current roles, comma-separated) and
+/// `Remote-Session`; 401 for no, a bad, an expired or a revoked token; 403 when an access rule
+/// denies. No body. Any method.
 #[utoipa::path(method(get, post, put, patch, delete, head, options),
     path = "/api/v1/authz/forward-auth", tag = "authz",
     security((), ("bearer" = [])),
@@ -72,11 +74,12 @@ async fn forward_auth(
     } else {
         Described::Untrusted
     };
-    decide(&state, &headers, &described).await
+    decide(&state, peer, &headers, &described).await
 }
 
 /// nginx `auth_request`: the original request is described by `X-Original-Method` and
-/// `X-Original-URL` (absolute: `$scheme://$http_host$request_uri`). Answers as forward-auth does.
+/// `X-Original-URL` (absolute, `host[:port]` only: `$scheme://$host$request_uri`). Answers as
+/// forward-auth does.
 #[utoipa::path(method(get, post, put, patch, delete, head, options),
     path = "/api/v1/authz/auth-request", tag = "authz",
     security((), ("bearer" = [])),
@@ -94,7 +97,7 @@ async fn auth_request(
     } else {
         Described::Untrusted
     };
-    decide(&state, &headers, &described).await
+    decide(&state, peer, &headers, &described).await
 }
 
 /// The value of a header given exactly once, as text; a repeated header could be read two ways.
@@ -109,10 +112,45 @@ fn single<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
 
 /// A denying rule refuses before the token is looked at (signing in would not help); otherwise the
 /// token must belong to a live session whose holder meets the policy.
-async fn decide(state: &AppState, headers: &HeaderMap, described: &Described) -> Response {
+async fn decide(
+    state: &AppState,
+    peer: SocketAddr,
+    headers: &HeaderMap,
+    described: &Described,
+) -> Response {
     let policy = state.gate.policy_for(described);
     if *policy == Policy::Deny {
+        match described {
+            Described::Untrusted => {
+                if let Some(refused) = state.gate.untrusted_refused() {
+                    tracing::warn!(
+                        peer = %peer.ip(),
+                        refused,
+                        "forward-auth refused {refused} request(s), the last from {}, which is \
+                         not in GATEHOUSE_TRUSTED_PROXIES: with access rules, only a trusted \
+                         proxy's description of a request is judged (or set \
+                         GATEHOUSE_UNTRUSTED_FORWARD_AUTH=token-only to judge the token alone); \
+                         logged at most once a minute",
+                        peer.ip()
+                    );
+                }
+            }
+            Described::Unreadable(why) => tracing::debug!(why, "forward-auth: unreadable request"),
+            Described::Request(_) => {}
+        }
         return forbidden();
+    }
+    if headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
+        // Which of two credentials counts is a question a proxy's upstream may answer
+        // differently; a status other than 401 or 403 would be an error to nginx.
+        return unauthorized(
+            r#"Bearer error="invalid_request", error_description="more than one Authorization header""#,
+        );
     }
     let Some(token) = bearer_token(headers) else {
         return unauthorized("Bearer");
@@ -174,6 +212,8 @@ fn allowed(who: &Identity) -> Response {
     let headers = response.headers_mut();
     headers.insert("remote-user", header_text(&who.user_id.to_string()));
     headers.insert("remote-email", header_text(&who.email));
+    let verified = if who.email_verified { "true" } else { "false" };
+    headers.insert("remote-email-verified", HeaderValue::from_static(verified));
     headers.insert("remote-name", header_text(&who.full_name));
     headers.insert("remote-groups", header_text(&who.roles.join(",")));
     headers.insert("remote-session", header_text(&who.session_id.to_string()));

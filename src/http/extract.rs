@@ -190,9 +190,14 @@ impl FromRequestParts<AppState> for AuthUser {
 }
 
 /// `Authorization: Bearer <token>` (scheme case-insensitive, RFC 7235). Anything else, including a
-/// header that is not visible ASCII, counts as no token.
+/// header that is not visible ASCII or given twice (the framing layer refuses those first),
+/// counts as no token.
 pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let mut given = headers.get_all(header::AUTHORIZATION).iter();
+    let value = given.next()?.to_str().ok()?;
+    if given.next().is_some() {
+        return None;
+    }
     let (scheme, token) = value.split_once(' ')?;
     let token = token.trim();
     (scheme.eq_ignore_ascii_case("bearer") && !token.is_empty()).then_some(token)
@@ -323,6 +328,9 @@ mod tests {
             header::AUTHORIZATION,
             HeaderValue::from_bytes(b"Bearer \xff").unwrap(),
         );
+        assert_eq!(bearer_token(&h), None);
+        h.insert(header::AUTHORIZATION, HeaderValue::from_static("Bearer a"));
+        h.append(header::AUTHORIZATION, HeaderValue::from_static("Bearer b"));
         assert_eq!(bearer_token(&h), None);
     }
 }

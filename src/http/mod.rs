@@ -64,7 +64,10 @@ impl AppState {
             trusted_proxies: settings.trusted_proxies.clone().into(),
             body_timeout: settings.body_timeout,
             docs: settings.docs,
-            gate: Arc::new(Gate::new(settings.access_rules.clone())),
+            gate: Arc::new(Gate::new(
+                settings.access_rules.clone(),
+                settings.untrusted_token_only,
+            )),
             public_url: settings.public_url.as_str().into(),
             issuer: settings.issuer.as_str().into(),
             pages: Arc::new(pages::Pages::new(settings)?),
@@ -134,25 +137,26 @@ pub fn router(state: AppState) -> Router {
                 .persist_authorization(false),
         );
         // Swagger UI answers a file it does not have with a bare 404: give it the envelope.
-        api = api.merge(Router::from(page).layer(axum::middleware::map_response(
-            |r: Response| async move {
-                match r.status() {
-                    StatusCode::NOT_FOUND => Error::NotFound.into_response(),
-                    _ => r,
-                }
-            },
-        )));
+        api = api.merge(
+            Router::from(page)
+                .layer(axum::middleware::map_response(|r: Response| async move {
+                    match r.status() {
+                        StatusCode::NOT_FOUND => Error::NotFound.into_response(),
+                        _ => r,
+                    }
+                }))
+                .layer(axum::middleware::from_fn(docs::docs_headers)),
+        );
     }
     // The pages are HTML for people, not API calls: outside the API document.
     api.merge(pages::router())
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { error::RequestError::MethodNotAllowed })
-        .layer(axum::middleware::from_fn(no_store_by_default))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             extract::read_whole_body,
         ))
-        .layer(axum::middleware::from_fn(framing::one_host))
+        .layer(axum::middleware::from_fn(framing::refuse_bad_framing))
         .layer(
             TraceLayer::new_for_http()
                 .make_span_with(|req: &Request<_>| {
@@ -187,6 +191,10 @@ pub fn router(state: AppState) -> Router {
             header::AUTHORIZATION,
             header::COOKIE,
         ]))
+        .layer(axum::middleware::from_fn(framing::limit_head))
+        // Outermost, so that the framing layer's refusals (400, 408, 413, 431) and a panic's 500
+        // carry it too.
+        .layer(axum::middleware::from_fn(no_store_by_default))
         .with_state(state)
 }
 

@@ -36,6 +36,10 @@ struct IntrospectionAnswer {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "ada@example.com")]
     username: Option<String>,
+    /// Whether the address is verified (OpenID Connect's claim name): with open registration,
+    /// anyone may register any address.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    email_verified: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "Ada Lovelace")]
     name: Option<String>,
@@ -128,6 +132,7 @@ async fn introspect(
             active: true,
             sub: Some(live.claims.sub.to_string()),
             username: Some(live.identity.email),
+            email_verified: Some(live.identity.email_verified),
             name: Some(live.identity.full_name),
             roles: Some(live.identity.roles),
             sid: Some(live.claims.sid.to_string()),

@@ -13,6 +13,7 @@ use uuid::Uuid;
 use crate::crypto::Secrets;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
+use crate::model::AddressProof;
 use crate::model::mail::{OutboxMail, PendingMail};
 
 pub mod delivery;
@@ -40,6 +41,11 @@ pub enum Notice {
     AddressChanged,
     PasskeyAdded,
     PasskeyRemoved,
+    /// A verification link came back to an address never verified before (sent only when that
+    /// removed something: the notice lists it).
+    AddressVerified,
+    /// To an address another account asked to move to: it is this account's already.
+    AddressInUse,
 }
 
 impl Notice {
@@ -55,6 +61,8 @@ impl Notice {
             Notice::AddressChanged => "address_changed",
             Notice::PasskeyAdded => "passkey_added",
             Notice::PasskeyRemoved => "passkey_removed",
+            Notice::AddressVerified => "address_verified",
+            Notice::AddressInUse => "address_in_use",
         }
     }
 
@@ -69,6 +77,8 @@ impl Notice {
             Notice::AddressChanged => "your e-mail address was changed",
             Notice::PasskeyAdded => "a passkey was added",
             Notice::PasskeyRemoved => "a passkey was removed",
+            Notice::AddressVerified => "your address is confirmed",
+            Notice::AddressInUse => "someone tried to use this address",
         }
     }
 
@@ -103,6 +113,13 @@ impl Notice {
             }
             Notice::PasskeyAdded => "A passkey was added to your account.",
             Notice::PasskeyRemoved => "A passkey was removed from your account.",
+            Notice::AddressVerified => {
+                "The e-mail address of your account was confirmed with the link sent to it."
+            }
+            Notice::AddressInUse => {
+                "Someone signed in to another account asked to move that account to this address, \
+                 which already belongs to your account. Nothing was changed, and no link was sent."
+            }
         }
     }
 }
@@ -124,6 +141,12 @@ pub enum Letter<'a> {
         token: &'a str,
     },
     Notice(Notice),
+    /// A notice of a change that proved the address (a reset, a verification), naming the
+    /// sign-in methods it removed, or the passkeys that remain.
+    Proof {
+        notice: Notice,
+        proof: &'a AddressProof,
+    },
 }
 
 impl Letter<'_> {
@@ -134,9 +157,21 @@ impl Letter<'_> {
             Letter::Verify { .. } => "verify",
             Letter::EmailChange { .. } => "email_change",
             Letter::Invitation { .. } => "invitation",
-            Letter::Notice(_) => "notice",
+            Letter::Notice(_) | Letter::Proof { .. } => "notice",
         }
     }
+}
+
+/// A passkey as a notice names it: quoted (its name is the user's text), with the day it was
+/// added, so that one the owner did not add stands out.
+fn passkey_label((name, created_at): &(String, i64)) -> String {
+    let at = std::time::UNIX_EPOCH + Duration::from_millis((*created_at).max(0) as u64);
+    let day: String = humantime::format_rfc3339_seconds(at)
+        .to_string()
+        .chars()
+        .take(10)
+        .collect();
+    format!("passkey \"{name}\" (added {day})")
 }
 
 /// Token lifetimes, for the links' wording.
@@ -207,12 +242,25 @@ impl Mailer {
                 Some(self.link(INVITATION_PAGE, token)),
                 self.lifetimes.invite,
             ),
-            Letter::Notice(_) => (None, Duration::ZERO),
+            Letter::Notice(_) | Letter::Proof { .. } => (None, Duration::ZERO),
         };
-        let notice = match letter {
-            Letter::Notice(n) => Some(n),
-            _ => None,
+        let (notice, proof) = match letter {
+            Letter::Notice(n) => (Some(n), None),
+            Letter::Proof { notice, proof } => (Some(notice), Some(proof)),
+            _ => (None, None),
         };
+        let mut removed: Vec<String> = Vec::new();
+        let mut remaining: Vec<String> = Vec::new();
+        if let Some(proof) = proof {
+            removed.extend(proof.removed.passkeys.iter().map(passkey_label));
+            if proof.removed.authenticator {
+                removed.push(
+                    "two-factor authentication (the authenticator app and its recovery codes)"
+                        .into(),
+                );
+            }
+            remaining.extend(proof.remaining.passkeys.iter().map(passkey_label));
+        }
         let context = minijinja::context! {
             product_name => &self.product_name,
             public_url => &self.public_url,
@@ -223,13 +271,15 @@ impl Mailer {
             notice => notice.map(Notice::key),
             title => notice.map(Notice::title),
             message => notice.map(Notice::message),
+            removed => removed,
+            remaining_passkeys => remaining,
         };
         let template = match letter {
             Letter::Reset { .. } => "reset",
             Letter::Verify { .. } => "verify",
             Letter::EmailChange { .. } => "email_change",
             Letter::Invitation { .. } => "invite",
-            Letter::Notice(_) => "notice",
+            Letter::Notice(_) | Letter::Proof { .. } => "notice",
         };
         let rendered = self.templates.render(template, &context)?;
         let id = Uuid::now_v7();

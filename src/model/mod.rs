@@ -14,7 +14,9 @@ pub use sessions::{
     ClientInfo, EndReason, Factor, Identity, LoginOutcome, LogoutScope, Principal, RefreshRecord,
     Session, SessionInfo, TokenSet, is_multi_factor,
 };
-pub use users::{Account, ManagedUser, TwoFactorSetup, User, UserSummary};
+pub use users::{
+    Account, AddressProof, ManagedUser, SignInMethods, TwoFactorSetup, User, UserSummary,
+};
 
 /// A page of a list, and where the next one starts (`None`: this was the last).
 #[derive(Debug, Clone)]

@@ -55,6 +55,9 @@ pub struct Identity {
     pub user_id: Uuid,
     pub session_id: Uuid,
     pub email: String,
+    /// Whether the address is known to reach the owner (a mailed link came back, or an operator
+    /// made the account): anyone may register any address while registration is open.
+    pub email_verified: bool,
     pub full_name: String,
     /// The current roles, sorted.
     pub roles: Vec<String>,

@@ -39,6 +39,33 @@ impl User {
     }
 }
 
+/// The sign-in methods an account has besides its password: what a first proof of its address
+/// removes, and what the notices name. The one place a new kind of credential (API keys, linked
+/// identities: docs/api.md §12, §14) is added, with its removal in `store::credentials`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SignInMethods {
+    /// Passkeys: their names and when they were added (ms), oldest first.
+    pub passkeys: Vec<(String, i64)>,
+    /// A TOTP authenticator, with its recovery codes.
+    pub authenticator: bool,
+}
+
+impl SignInMethods {
+    pub fn is_empty(&self) -> bool {
+        self.passkeys.is_empty() && !self.authenticator
+    }
+}
+
+/// What proving the account's address (a password reset, a verification link) did to its other
+/// sign-in methods. An address that was never verified had shown no one that it reaches the owner:
+/// whoever added a passkey or an authenticator then may have registered someone else's address,
+/// so they are removed. Once the address was verified, they remain.
+#[derive(Debug, Clone, Default)]
+pub struct AddressProof {
+    pub removed: SignInMethods,
+    pub remaining: SignInMethods,
+}
+
 /// An account as the administration API shows it.
 #[derive(Debug, Clone)]
 pub struct ManagedUser {

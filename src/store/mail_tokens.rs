@@ -5,11 +5,13 @@
 
 use uuid::Uuid;
 
+use super::credentials::prove_address;
 use super::outbox::queue_mail;
 use super::sessions::{end_logins, revoke_all};
 use super::users::NewUser;
 use super::{Store, is_unique_violation, on_pool, on_write_pool};
 use crate::error::{Error, Result};
+use crate::model::AddressProof;
 use crate::model::mail::OutboxMail;
 
 /// A token about to be mailed: only its hash is kept.
@@ -83,13 +85,17 @@ macro_rules! consume_token {
 }
 
 /// What posting a verification token did.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum Verified {
     /// The account's own address is verified.
-    Address(Uuid),
+    Address(Uuid, AddressProof),
     /// The account moved to the token's address.
-    Changed(Uuid),
+    Changed(Uuid, AddressProof),
 }
+
+/// The mails a change that proves an address writes with it, composed once the transaction knows
+/// what the proof removed and what remains (`AddressProof`).
+pub type ProofMails<'a> = Box<dyn FnOnce(&AddressProof) -> Result<Vec<OutboxMail>> + Send + 'a>;
 
 impl Store {
     /// The account of a live token of `purpose` (unused, unexpired, not voided); reads only.
@@ -183,26 +189,36 @@ impl Store {
     }
 
     /// A reset: consumes the token and sets the new password (hashed), the address counting as
-    /// verified (the link reached it), `auth_epoch` moving and every session and 2FA challenge
-    /// of the account ending, with the notice. Returns the account and the ended sessions, or
-    /// `None` if the token was not live.
+    /// verified (the link reached it, which removes what was added before a first proof:
+    /// `credentials`), `auth_epoch` moving and every session and 2FA challenge of the account
+    /// ending, with the mails `notices` composes. Returns the account, the ended sessions and
+    /// the proof, or `None` if the token was not live.
     pub async fn reset_password(
         &self,
         token_hash: &[u8; 32],
         password_hash: &str,
         reason: &str,
-        notice: &OutboxMail,
+        notices: ProofMails<'_>,
         now: i64,
-    ) -> Result<Option<(Uuid, Vec<Uuid>)>> {
+    ) -> Result<Option<(Uuid, Vec<Uuid>, AddressProof, Vec<OutboxMail>)>> {
         let update = "UPDATE users SET password_hash = $2, auth_epoch = auth_epoch + 1, \
                       email_verified = TRUE, updated_at = $3 WHERE id = $1";
+        let lock = self.row_lock();
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             let Some(token) = consume_token!(tx, token_hash, "reset", now) else {
                 tx.rollback().await?;
-                return Ok(None);
+                return Ok(Ok(None));
             };
             let user_id = token.user_id;
+            let proof = prove_address!(tx, user_id, lock);
+            let mails = match notices(&proof) {
+                Ok(mails) => mails,
+                Err(error) => {
+                    tx.rollback().await?;
+                    return Ok(Err(error));
+                }
+            };
             sqlx::query(update)
                 .bind(user_id)
                 .bind(password_hash)
@@ -210,31 +226,44 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             let ended = end_logins!(tx, user_id, None::<Uuid>, reason, now);
-            queue_mail!(tx, notice);
+            for mail in &mails {
+                queue_mail!(tx, mail);
+            }
             tx.commit().await?;
-            Ok(Some((user_id, ended)))
-        })
+            Ok(Ok(Some((user_id, ended, proof, mails))))
+        })?
     }
 
     /// Consumes a verification token: the account's address is verified, or, for an address
-    /// change, the account moves to the new address (verified), its other live links (sent to the
-    /// old address) are voided, and `notice` goes to the old address. `None` if the token was not
-    /// live; `EMAIL_TAKEN` if the new address was taken meanwhile (the token stays unused).
+    /// change, the account moves to the new address (verified) and its other live links (sent to
+    /// the old address) are voided. Either way a first proof of an address removes what was added
+    /// before it (`credentials`), and the mails `notices` composes go with the change. `None` if
+    /// the token was not live; `EMAIL_TAKEN` if the new address was taken meanwhile (the token
+    /// stays unused).
     pub async fn verify_email(
         &self,
         token_hash: &[u8; 32],
-        notice: Option<&OutboxMail>,
+        notices: ProofMails<'_>,
         now: i64,
-    ) -> Result<Option<Verified>> {
+    ) -> Result<Option<(Verified, Vec<OutboxMail>)>> {
         let verify = "UPDATE users SET email_verified = TRUE, updated_at = $2 WHERE id = $1";
         let change = "UPDATE users SET email = $2, email_normalized = $3, email_verified = TRUE, \
                       updated_at = $4 WHERE id = $1";
         let void = "UPDATE mail_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL";
+        let lock = self.row_lock();
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             let Some(token) = consume_token!(tx, token_hash, "verify", now) else {
                 tx.rollback().await?;
                 return Ok(Ok(None));
+            };
+            let proof = prove_address!(tx, token.user_id, lock);
+            let mails = match notices(&proof) {
+                Ok(mails) => mails,
+                Err(error) => {
+                    tx.rollback().await?;
+                    return Ok(Err(error));
+                }
             };
             let Some(new) = token.email else {
                 sqlx::query(verify)
@@ -242,8 +271,12 @@ impl Store {
                     .bind(now)
                     .execute(&mut *tx)
                     .await?;
+                for mail in &mails {
+                    queue_mail!(tx, mail);
+                }
                 tx.commit().await?;
-                return Ok(Ok(Some(Verified::Address(token.user_id))));
+                let verified = Verified::Address(token.user_id, proof);
+                return Ok(Ok(Some((verified, mails))));
             };
             let changed = sqlx::query(change)
                 .bind(token.user_id)
@@ -265,11 +298,11 @@ impl Store {
                 .bind(now)
                 .execute(&mut *tx)
                 .await?;
-            if let Some(notice) = notice {
-                queue_mail!(tx, notice);
+            for mail in &mails {
+                queue_mail!(tx, mail);
             }
             tx.commit().await?;
-            Ok(Ok(Some(Verified::Changed(token.user_id))))
+            Ok(Ok(Some((Verified::Changed(token.user_id, proof), mails))))
         })?
     }
 
@@ -303,9 +336,10 @@ impl Store {
 
 impl Store {
     /// Deletes an account at its owner's request, in one transaction: its sessions are revoked
-    /// (and its 2FA challenges deleted), its contacts, recovery codes and mailed tokens deleted,
-    /// and the row keeps nothing personal (see the migration `0007_mail`). Returns the revoked
-    /// sessions.
+    /// (and its 2FA challenges deleted), its contacts, recovery codes, mailed tokens, passkeys and
+    /// passkey ceremonies deleted, and the row keeps nothing personal (see the migration
+    /// `0007_mail`). A deleted account's passkey then signs in as any unknown one does. Returns
+    /// the revoked sessions.
     pub async fn delete_account(&self, user_id: Uuid, reason: &str, now: i64) -> Result<Vec<Uuid>> {
         let scrub = "UPDATE users SET email = $2, email_normalized = $2, full_name = '', \
                      password_hash = '', disabled = TRUE, totp_secret = NULL, roles = '', \
@@ -321,7 +355,14 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             let ended = end_logins!(tx, user_id, None::<Uuid>, reason, now);
-            for table in ["contacts", "recovery_codes", "mail_tokens"] {
+            let tables = [
+                "contacts",
+                "recovery_codes",
+                "mail_tokens",
+                "passkeys",
+                "passkey_ceremonies",
+            ];
+            for table in tables {
                 let column = if table == "contacts" {
                     "owner_id"
                 } else {

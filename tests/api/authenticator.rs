@@ -45,6 +45,8 @@ pub struct Authenticator {
     /// Backup eligibility and state (a synced passkey: both).
     pub backup_eligible: bool,
     pub backup_state: bool,
+    /// Whether the "browser" says the ceremony runs in a frame of another origin.
+    pub cross_origin: bool,
     pub credentials: Vec<Credential>,
 }
 
@@ -63,6 +65,7 @@ impl Authenticator {
             user_verified: true,
             backup_eligible: false,
             backup_state: false,
+            cross_origin: false,
             credentials: Vec::new(),
         }
     }
@@ -83,7 +86,8 @@ impl Authenticator {
 
     fn client_data(&self, kind: &str, challenge: &str) -> Vec<u8> {
         serde_json::to_vec(&json!({
-            "type": kind, "challenge": challenge, "origin": self.origin, "crossOrigin": false
+            "type": kind, "challenge": challenge, "origin": self.origin,
+            "crossOrigin": self.cross_origin
         }))
         .unwrap()
     }

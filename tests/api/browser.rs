@@ -32,6 +32,7 @@ both_backends!(
     passkeys_are_added_and_sign_in,
     sessions_end_from_another_browser_and_two_tabs_rotate_once,
     the_client_library_passes_its_tests,
+    the_docs_page_works_under_its_csp,
 );
 
 const BROWSER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
@@ -373,4 +374,17 @@ async fn the_client_library_passes_its_tests(backend: Backend) {
     assert!(printed.contains("# fail 0"), "{printed}");
     assert!(!printed.contains("# pass 0"), "{printed}");
     assert!(printed.contains("# skipped 1"), "{printed}");
+}
+
+/// Swagger UI, served on the tokens' origin, works under the CSP of its own.
+async fn the_docs_page_works_under_its_csp(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let docs = SettingsArgs {
+        docs: Some("on".into()),
+        ..SettingsArgs::default()
+    };
+    let site = site(backend, docs).await;
+    scenario(&site, "docs", "nobody@example.com", &[]).await;
 }

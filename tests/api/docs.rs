@@ -294,6 +294,29 @@ async fn the_docs_page_is_served_whole_from_the_binary(backend: Backend) {
     .await;
     let page = app.client.get(app.url("/docs/")).send().await.unwrap();
     assert_eq!(page.status(), 200);
+    // The page shares the tokens' origin: the pages' headers, with a CSP of its own (its
+    // scripts, its styles, the document it fetches; nothing inline, nothing from elsewhere).
+    let headers = page.headers().clone();
+    let csp = headers["content-security-policy"].to_str().unwrap();
+    for directive in [
+        "default-src 'none'",
+        "script-src 'self'",
+        "connect-src 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+        "form-action 'none'",
+    ] {
+        assert!(csp.contains(directive), "{csp}");
+    }
+    assert!(!csp.contains("unsafe-eval") && !csp.contains("script-src 'self' 'unsafe-inline'"));
+    for (name, value) in [
+        ("x-content-type-options", "nosniff"),
+        ("x-frame-options", "DENY"),
+        ("referrer-policy", "no-referrer"),
+        ("cache-control", "no-store"),
+    ] {
+        assert_eq!(headers[name], value, "{name}");
+    }
     assert!(
         page.headers()["content-type"]
             .to_str()
@@ -324,6 +347,8 @@ async fn the_docs_page_is_served_whole_from_the_binary(backend: Backend) {
             .await
             .unwrap();
         assert_eq!(response.status(), 200, "/docs/{asset}");
+        assert_eq!(response.headers()["x-content-type-options"], "nosniff");
+        assert!(response.headers().contains_key("content-security-policy"));
         let body = response.text().await.unwrap_or_default();
         assert!(
             !body.contains("https://unpkg.com") && !body.contains("cdn.jsdelivr"),

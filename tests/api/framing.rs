@@ -11,6 +11,8 @@ use crate::slow::{connect, read_to_close};
 
 both_backends!(
     a_request_without_exactly_one_host_is_refused_in_the_envelope,
+    a_request_with_two_authorization_headers_is_refused,
+    a_request_head_over_32_kib_is_refused,
     framing_errors_hyper_answers_itself_close_the_connection,
 );
 
@@ -54,10 +56,73 @@ async fn a_request_without_exactly_one_host_is_refused_in_the_envelope(backend: 
             "{body}"
         );
         assert!(answer.contains("x-request-id: "), "{answer}");
+        assert!(answer.contains("cache-control: no-store\r\n"), "{answer}");
     }
     // HTTP/1.0 may leave Host out.
     let answer = exchange(&app, b"GET /healthz HTTP/1.0\r\n\r\n").await;
     assert_eq!(status_and_body(&answer).0, 200, "{answer}");
+}
+
+/// Which of two credentials counts is a question a proxy in front may answer differently: neither.
+/// Forward-auth, whose answers a proxy reads as a status alone, takes it as no credential (401).
+async fn a_request_with_two_authorization_headers_is_refused(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (token, _) = app.logged_in_user("ann@example.com").await;
+    let twice = format!(
+        "GET /api/v1/auth/me HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}\r\n\
+         Authorization: Bearer garbage\r\n\r\n"
+    );
+    let answer = exchange(&app, twice.as_bytes()).await;
+    let (status, body) = status_and_body(&answer);
+    assert_eq!(status, 400, "{answer}");
+    assert_eq!(body["error"]["code"], "VALIDATION_ERROR");
+    assert!(
+        body["error"]["details"]["fields"]["Authorization"].is_string(),
+        "{body}"
+    );
+    assert!(answer.contains("cache-control: no-store\r\n"), "{answer}");
+    // One is fine.
+    let me = app.get("/api/v1/auth/me", &token).await;
+    me.data(200);
+    for path in ["/api/v1/authz/forward-auth", "/api/v1/authz/auth-request"] {
+        let answer = app
+            .client
+            .get(app.url(path))
+            .header("authorization", format!("Bearer {token}"))
+            .header("authorization", "Bearer garbage")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(answer.status(), 401, "{path}");
+    }
+}
+
+/// The README's figure, measured: a request line and headers of more than 32 KiB are refused
+/// (431), whatever size the pieces they arrive in.
+async fn a_request_head_over_32_kib_is_refused(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let head = |size: usize| {
+        let start = "GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\nX-Pad: ";
+        let pad = size - start.len() - 4;
+        format!("{start}{}\r\n\r\n", "a".repeat(pad))
+    };
+    for (size, status) in [
+        (32 * 1024 - 512, "200"),
+        (32 * 1024, "200"),
+        (32 * 1024 + 1, "431"),
+        (33_000, "431"),
+        (49_105, "431"),
+    ] {
+        let request = head(size);
+        assert_eq!(request.len(), size);
+        let mut stream = connect(&app).await;
+        let _ = stream.write_all(request.as_bytes()).await;
+        let (answer, _) = read_to_close(&mut stream, Duration::from_secs(3)).await;
+        assert!(
+            answer.starts_with(&format!("HTTP/1.1 {status} ")),
+            "{size} bytes: {answer:?}"
+        );
+    }
 }
 
 /// What the README documents as hyper's own answers: a bare status, an empty body, a closed

@@ -555,12 +555,17 @@ impl TestApp {
     /// A second instance of the service in this process, on this app's database (as a second
     /// server would be): what one instance does, the other must learn of.
     pub async fn twin(&self) -> TestApp {
+        self.twin_with(SettingsArgs::default()).await
+    }
+
+    /// `twin`, with settings of its own (`args` over the test defaults).
+    pub async fn twin_with(&self, args: SettingsArgs) -> TestApp {
         let settings = Settings::resolve(&SettingsArgs {
             listen: Some("127.0.0.1:0".into()),
             database_url: Some(self.db.url.clone()),
             master_key: self.db.master_key.clone(),
             mail_dir: Some(self.db.mail_dir()),
-            ..SettingsArgs::default()
+            ..args
         })
         .expect("valid test settings");
         let app = Application::build_with_clock(&settings, Clock::system())

@@ -18,7 +18,7 @@ both_backends!(
 );
 
 /// `gatehouse clients add NAME`: (id, secret).
-fn add_client(app: &TestApp, name: &str) -> (String, String) {
+pub fn add_client(app: &TestApp, name: &str) -> (String, String) {
     let output = app.cli(&["clients", "add", name], None);
     assert!(
         output.status.success(),
@@ -37,7 +37,7 @@ fn add_client(app: &TestApp, name: &str) -> (String, String) {
     (field("client_id:"), field("client_secret:"))
 }
 
-async fn introspect(
+pub async fn introspect(
     app: &TestApp,
     credentials: Option<(&str, &str)>,
     body: &str,

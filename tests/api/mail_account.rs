@@ -180,16 +180,50 @@ async fn an_address_taken_meanwhile_is_refused_at_verification(backend: Backend)
     app.post("/api/v1/auth/email/verify", json!({ "token": token }))
         .await
         .error(409, "EMAIL_TAKEN");
-    // Taken before the request: said at once.
-    app.call(
-        Method::POST,
-        "/api/v1/auth/email",
-        Some(&access),
-        Some(body),
-    )
-    .await
-    .error(409, "EMAIL_TAKEN");
+    // Taken before the request (issue 22, finding 7): the same answer as for any address, so
+    // no one learns which addresses have accounts; the address's owner is told that someone
+    // tried, and nothing of who.
+    let taken = app
+        .call(
+            Method::POST,
+            "/api/v1/auth/email",
+            Some(&access),
+            Some(body),
+        )
+        .await;
+    assert_eq!(taken.status.as_u16(), 202);
+    let told = &smtp
+        .wait_for_mail("SHARED@example.com", "tried to use this address", 1)
+        .await[0];
+    let text = told.text();
+    assert!(
+        !text.contains("token=") && !text.contains("ann@example.com"),
+        "{text}"
+    );
+    let links = smtp
+        .messages()
+        .into_iter()
+        .filter(|m| m.to().contains("shared@example.com") && m.subject().contains("confirm"))
+        .count();
+    assert_eq!(links, 1, "no second link to a taken address");
     app.login("ann@example.com", PASSWORD).await.data(200);
+    // Throttled per account, whatever the address: 5 requests an hour, then 429.
+    for n in 0..4 {
+        let body = json!({ "newEmail": format!("n{n}@example.com"), "password": PASSWORD });
+        let answer = app
+            .call(
+                Method::POST,
+                "/api/v1/auth/email",
+                Some(&access),
+                Some(body),
+            )
+            .await;
+        if n < 3 {
+            assert_eq!(answer.status.as_u16(), 202, "request {}", n + 3);
+        } else {
+            answer.error(429, "RATE_LIMITED");
+        }
+    }
 }
 
 async fn an_invitation_sets_the_first_password(backend: Backend) {

@@ -1,6 +1,7 @@
 //! Passkey ceremonies that must fail (docs/api.md §9): used, expired, unknown or foreign
 //! ceremonies, replayed assertions, wrong origins, no user verification, counters that go back,
-//! another account's passkey, disabled accounts.
+//! another account's passkey, disabled and deleted accounts, ceremonies in a frame of another
+//! origin.
 
 use serde_json::json;
 
@@ -16,6 +17,8 @@ both_backends!(
     a_counter_that_goes_back_is_refused_and_audited,
     another_accounts_passkey_does_not_sign_in,
     disabled_accounts_cannot_sign_in_with_a_passkey,
+    a_deleted_accounts_passkeys_go_with_it,
+    ceremonies_in_a_frame_of_another_origin_are_refused,
 );
 
 async fn ceremonies_are_single_use_short_lived_and_the_starters_own(backend: Backend) {
@@ -221,4 +224,52 @@ async fn disabled_accounts_cannot_sign_in_with_a_passkey(backend: Backend) {
     login_finish(&app, &ceremony, &credential)
         .await
         .error(403, "ACCOUNT_DISABLED");
+}
+
+/// Issue 22, finding 8: deleting an account deletes its passkeys, and one of them then signs in
+/// to nothing, with the answer any unknown passkey gets.
+async fn a_deleted_accounts_passkeys_go_with_it(backend: Backend) {
+    let app = spawn(backend).await;
+    let (token, _) = app.logged_in_user("ann@example.com").await;
+    let mut key = Authenticator::new(ORIGIN);
+    register(&app, &token, &mut key).await;
+    app.call(
+        reqwest::Method::DELETE,
+        "/api/v1/auth/me",
+        Some(&token),
+        Some(json!({ "password": crate::helpers::PASSWORD })),
+    )
+    .await
+    .data(200);
+    assert_eq!(app.scalar::<i64>("SELECT COUNT(*) FROM passkeys").await, 0);
+    let (ceremony, options) = login_start(&app, json!({})).await;
+    let credential = key.get(&options);
+    login_finish(&app, &ceremony, &credential)
+        .await
+        .error(401, "PASSKEY_INVALID");
+}
+
+/// Issue 22, finding 10: a ceremony the browser ran in a frame of another origin
+/// (`crossOrigin: true`) is refused, though the origin itself is the service's.
+async fn ceremonies_in_a_frame_of_another_origin_are_refused(backend: Backend) {
+    let app = spawn(backend).await;
+    let (token, _) = app.logged_in_user("ann@example.com").await;
+    let mut key = Authenticator::new(ORIGIN);
+    key.cross_origin = true;
+    let start = register_start(&app, &token).await;
+    let start = start.data(200).clone();
+    let credential = key.create(&start["options"]);
+    let body = json!({"ceremonyId": start["ceremonyId"], "credential": credential});
+    register_finish(&app, &token, body)
+        .await
+        .error(401, "PASSKEY_INVALID");
+    key.credentials.clear();
+    key.cross_origin = false;
+    register(&app, &token, &mut key).await;
+    key.cross_origin = true;
+    sign_in(&app, "ann@example.com", &mut key)
+        .await
+        .error(401, "PASSKEY_INVALID");
+    key.cross_origin = false;
+    sign_in(&app, "ann@example.com", &mut key).await.data(200);
 }

@@ -4,13 +4,10 @@
 //! records the headers it receives. Without the proxy binary these tests say so and pass, unless
 //! `CI` is set (`.ci/run` installs both).
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::HeaderMap;
 use gatehouse::config::SettingsArgs;
 use reqwest::StatusCode;
 
@@ -20,6 +17,7 @@ use crate::helpers::{
     installed_or_skipped, spawn_app_with,
 };
 use crate::instances::add_user;
+use crate::upstream::Upstream;
 
 both_backends!(
     nginx_lets_through_live_sessions_only,
@@ -45,53 +43,11 @@ paths = ["/secure"]
 policy = "two_factor"
 "#;
 
-/// The upstream service: answers every request with "upstream" and keeps its headers.
-struct Upstream {
-    addr: SocketAddr,
-    seen: Arc<Mutex<Vec<HeaderMap>>>,
-}
-
-impl Upstream {
-    async fn start() -> Upstream {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        let seen = Arc::new(Mutex::new(Vec::new()));
-        let record = seen.clone();
-        let app = axum::Router::new().fallback(move |headers: HeaderMap| {
-            let record = record.clone();
-            async move {
-                record.lock().unwrap().push(headers);
-                "upstream"
-            }
-        });
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        Upstream { addr, seen }
-    }
-
-    fn requests(&self) -> usize {
-        self.seen.lock().unwrap().len()
-    }
-
-    /// Every value the last request had for each `Remote-*` header.
-    fn last_remote_headers(&self) -> HashMap<String, Vec<String>> {
-        let seen = self.seen.lock().unwrap();
-        let last = seen.last().expect("the upstream was reached");
-        let mut out: HashMap<String, Vec<String>> = HashMap::new();
-        for (name, value) in last {
-            if name.as_str().starts_with("remote-") {
-                out.entry(name.as_str().to_owned())
-                    .or_default()
-                    .push(value.to_str().unwrap().to_owned());
-            }
-        }
-        out
-    }
-}
-
 /// A proxy process with the README's recipe.
-struct Proxy {
+pub(crate) struct Proxy {
     child: Child,
     http: Http,
+    port: u16,
     _dir: tempfile::TempDir,
 }
 
@@ -119,7 +75,7 @@ pub(crate) fn installed(kind: Kind) -> bool {
 impl Proxy {
     /// Starts the proxy on a free loopback port, asking `gatehouse` (host:port) before passing
     /// requests to `upstream`.
-    async fn start(kind: Kind, gatehouse: &str, upstream: SocketAddr) -> Proxy {
+    pub(crate) async fn start(kind: Kind, gatehouse: &str, upstream: SocketAddr) -> Proxy {
         let dir = tempfile::tempdir().unwrap();
         let port = crate::helpers::free_port();
         let mut command = match kind {
@@ -156,6 +112,7 @@ impl Proxy {
         let proxy = Proxy {
             child,
             http: Http::new(format!("http://127.0.0.1:{port}")),
+            port,
             _dir: dir,
         };
         for _ in 0..200 {
@@ -171,7 +128,12 @@ impl Proxy {
     }
 
     /// GET `path` through the proxy with `token` and extra client headers.
-    async fn get(&self, path: &str, token: Option<&str>, headers: &[(&str, &str)]) -> StatusCode {
+    pub(crate) async fn get(
+        &self,
+        path: &str,
+        token: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> StatusCode {
         let mut request = self.http.client.get(self.http.url(path));
         if let Some(token) = token {
             request = request.bearer_auth(token);
@@ -180,6 +142,33 @@ impl Proxy {
             request = request.header(*name, *value);
         }
         request.send().await.unwrap().status()
+    }
+
+    /// Sends `GET target` with the raw `host` and `headers` lines, byte for byte as given (no
+    /// client library would send most of what the attack tests send), and returns the status.
+    pub(crate) async fn raw(&self, target: &str, host: &str, headers: &[&str]) -> u16 {
+        use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+        let mut head = format!("GET {target} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n");
+        for line in headers {
+            head.push_str(line);
+            head.push_str("\r\n");
+        }
+        head.push_str("\r\n");
+        let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", self.port))
+            .await
+            .unwrap();
+        stream.write_all(head.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        tokio::time::timeout(Duration::from_secs(10), stream.read_to_end(&mut answer))
+            .await
+            .expect("the proxy answers")
+            .unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        answer
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status line for {target} {host}: {answer:?}"))
     }
 }
 
@@ -205,9 +194,9 @@ pub(crate) fn nginx_command(dir: &std::path::Path, server_block: &str, port: u16
     c
 }
 
-fn rules_file(dir: &tempfile::TempDir) -> String {
+pub(crate) fn rules_file(dir: &tempfile::TempDir, rules: &str) -> String {
     let path = dir.path().join("rules.toml");
-    std::fs::write(&path, RULES).unwrap();
+    std::fs::write(&path, rules).unwrap();
     path.display().to_string()
 }
 
@@ -228,7 +217,7 @@ async fn lets_through_live_sessions_only(kind: Kind, backend: Backend) {
         backend,
         SettingsArgs {
             trusted_proxies: Some("127.0.0.1/32".into()),
-            access_rules: Some(rules_file(&dir)),
+            access_rules: Some(rules_file(&dir, RULES)),
             ..Default::default()
         },
     )
@@ -256,7 +245,7 @@ async fn lets_through_live_sessions_only(kind: Kind, backend: Backend) {
         ("remote-name", "Boss"),
     ];
     assert_eq!(proxy.get("/hello", Some(&token), &forged).await, 200);
-    let remote = upstream.last_remote_headers();
+    let remote = upstream.last().remote;
     let one = |name: &str| -> Option<&str> {
         let values = remote.get(name)?;
         assert_eq!(values.len(), 1, "{name}: {values:?}");
@@ -289,7 +278,7 @@ async fn lets_through_live_sessions_only(kind: Kind, backend: Backend) {
     })
     .await;
     assert_eq!(
-        upstream.last_remote_headers()["remote-groups"],
+        upstream.last().remote["remote-groups"],
         ["admin".to_owned()]
     );
 
@@ -319,7 +308,7 @@ async fn revocations_reach_the_proxy(kind: Kind, backend: Backend) {
     }
     let db = TestDatabase::migrated(&backend).await;
     let dir = tempfile::tempdir().unwrap();
-    let rules = rules_file(&dir);
+    let rules = rules_file(&dir, RULES);
     for email in ["ann@example.com", "bob@example.com"] {
         add_user(&db, email);
         assert!(

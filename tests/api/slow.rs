@@ -127,6 +127,10 @@ async fn a_body_trickled_past_the_deadline_is_refused(backend: Backend) {
         received.contains(r#""code":"REQUEST_TIMEOUT""#),
         "{received}"
     );
+    assert!(
+        received.contains("cache-control: no-store\r\n"),
+        "{received}"
+    );
     assert!(started.elapsed() < Duration::from_secs(5));
     others_are_served(&app).await;
 }
@@ -146,6 +150,10 @@ async fn an_oversized_body_is_refused_before_it_is_read(backend: Backend) {
     let (received, _) = read_to_close(&mut stream, Duration::from_secs(2)).await;
     assert!(received.starts_with("HTTP/1.1 413"), "{received}");
     assert!(received.contains(r#""code":"PAYLOAD_TOO_LARGE""#));
+    assert!(
+        received.contains("cache-control: no-store\r\n"),
+        "{received}"
+    );
     assert!(started.elapsed() < Duration::from_secs(1));
 
     // Not announced (chunked): refused once past the limit, not read to its end.

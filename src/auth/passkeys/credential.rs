@@ -38,6 +38,19 @@ impl AssertionResponse {
     pub fn parse(value: Value) -> Result<Self, (String, String)> {
         parse(value, &["authenticatorData", "signature"]).map(AssertionResponse)
     }
+
+    /// Whether the browser ran the ceremony in a frame of another origin (`crossOrigin: true` in
+    /// the client data): a page elsewhere framing the service's pages to get an assertion made.
+    /// webauthn-rs refuses it at registration but not at sign-in (0.5.4).
+    pub(super) fn cross_origin(&self) -> bool {
+        #[derive(serde::Deserialize)]
+        struct ClientData {
+            #[serde(rename = "crossOrigin")]
+            cross_origin: Option<bool>,
+        }
+        let json = self.0.response.client_data_json.as_slice();
+        serde_json::from_slice::<ClientData>(json).is_ok_and(|c| c.cross_origin == Some(true))
+    }
 }
 
 fn parse<T: DeserializeOwned>(value: Value, required: &[&str]) -> Result<T, (String, String)> {

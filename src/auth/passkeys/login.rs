@@ -158,6 +158,9 @@ impl Passkeys {
                 .await);
         };
         let owner = Some(stored.user_id);
+        if response.cross_origin() {
+            return Err(self.passkey_failed(owner, client, "cross_origin").await);
+        }
         let verified = match ceremony.kind {
             CeremonyKind::Login | CeremonyKind::SecondFactor => {
                 if ceremony.kind == CeremonyKind::SecondFactor && ceremony.user_id != owner {
@@ -212,6 +215,8 @@ impl Passkeys {
                 .await;
             return Err(Error::AccountDisabled);
         }
+        // After the passkey proved itself, as after a right password.
+        self.core.require_verified(&user)?;
         match ceremony.kind {
             CeremonyKind::SecondFactor => {
                 let hash = ceremony.temp_token_hash.as_deref().unwrap_or_default();

@@ -64,7 +64,7 @@ struct Challenge {
 
 error_responses!(LoginErrors:
     body_errors(),
-    [Error::InvalidCredentials, Error::AccountDisabled],
+    [Error::InvalidCredentials, Error::AccountDisabled, Error::EmailNotVerified],
     throttle_errors(),
     server_errors(),
     [Error::Overloaded { retry_after: 1 }],
@@ -158,7 +158,7 @@ struct RefreshRequest {
 
 error_responses!(RefreshErrors:
     body_errors(),
-    [Error::RefreshTokenInvalid],
+    [Error::RefreshTokenInvalid, Error::EmailNotVerified],
     server_errors(),
 );
 

@@ -152,7 +152,7 @@ struct ChangeEmailRequest {
 
 error_responses!(ChangeEmailErrors:
     body_errors(),
-    [Error::PasswordRecheckFailed, Error::EmailTaken],
+    [Error::PasswordRecheckFailed],
     bearer_errors(),
     throttle_errors(),
     server_errors(),
@@ -161,6 +161,10 @@ error_responses!(ChangeEmailErrors:
 
 /// Change the caller's address: a link goes to the new address; the change happens when it is
 /// posted to `/auth/email/verify`, and the old address is told.
+///
+/// 202 whatever the address: one that another account has gets a mail saying someone tried to
+/// use it, not the link, and the answer says nothing of it. At most 5 requests an hour per
+/// account (then 429).
 #[utoipa::path(post, path = "/email", tag = "auth", request_body = ChangeEmailRequest,
     security(("bearer" = [])),
     responses((status = 202, description = "Accepted", body = Envelope<Done>), ChangeEmailErrors))]

@@ -227,6 +227,7 @@ struct LoginStartRequest {
 error_responses!(LoginStartErrors:
     body_errors(),
     [Error::PasskeyInvalid, Error::TempTokenInvalid, Error::AccountDisabled, Error::PasskeysOff],
+    [Error::EmailNotVerified],
     throttle_errors(),
     server_errors(),
 );
