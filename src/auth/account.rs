@@ -6,7 +6,7 @@ use std::sync::Arc;
 use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
-use super::audit::{Actor, AuditEvent, Origin};
+use super::audit::{Actor, AuditEvent, Origin, Subject};
 use super::password::check_policy;
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result};
@@ -59,7 +59,12 @@ impl Accounts {
             sessions_ended: ended,
         };
         self.core
-            .audit(event, Some(user.id), Some(who.session_id), Some(client))
+            .audit(
+                event,
+                Subject::user(user.id)
+                    .in_session(who.session_id)
+                    .from(client),
+            )
             .await;
         self.core.notify(&user, Notice::PasswordChanged).await;
         Ok(ended)
@@ -146,7 +151,10 @@ impl Accounts {
         // An admin's creation is recorded by the caller, which knows the admin (`actor_id`).
         if origin != Origin::Admin {
             self.core
-                .audit(AuditEvent::UserCreated(origin), Some(id), None, client)
+                .audit(
+                    AuditEvent::UserCreated(origin),
+                    Subject::user(id).maybe_from(client),
+                )
                 .await;
         }
         self.core

@@ -10,7 +10,7 @@ use subtle::ConstantTimeEq as _;
 use uuid::Uuid;
 
 use super::Core;
-use super::audit::AuditEvent;
+use super::audit::{AuditEvent, Subject};
 use crate::crypto::random_token;
 use crate::error::{Error, Result};
 use crate::model::ApiClient;
@@ -92,7 +92,7 @@ impl Clients {
         };
         self.core.store.insert_client(&client).await?;
         self.core
-            .audit(AuditEvent::ClientAdded { client: id }, None, None, None)
+            .audit(AuditEvent::ClientAdded { client: id }, Subject::service())
             .await;
         Ok((client, secret))
     }
@@ -109,7 +109,7 @@ impl Clients {
         }
         self.known.forget(id);
         self.core
-            .audit(AuditEvent::ClientRemoved { client: id }, None, None, None)
+            .audit(AuditEvent::ClientRemoved { client: id }, Subject::service())
             .await;
         Ok(())
     }

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::AuthSettings;
 use super::admin::Operator;
-use super::audit::{AuditEvent, Auditor};
+use super::audit::{AuditEvent, Auditor, Subject};
 use super::directory::Directory;
 use super::live::LiveSessions;
 use super::password::{PasswordHasher, Verdict};
@@ -45,16 +45,8 @@ pub struct Core {
 }
 
 impl Core {
-    pub(super) async fn audit(
-        &self,
-        event: AuditEvent,
-        user_id: Option<Uuid>,
-        session_id: Option<Uuid>,
-        client: Option<&ClientInfo>,
-    ) {
-        self.auditor
-            .record(event, user_id, session_id, client)
-            .await;
+    pub(super) async fn audit(&self, event: AuditEvent, subject: Subject<'_>) {
+        self.auditor.record(event, subject).await;
     }
 
     /// The caller's account. A session outliving its user cannot happen (ON DELETE CASCADE);
@@ -83,7 +75,7 @@ impl Core {
             passkeys: proof.removed.passkeys.len() as u64,
             authenticator: proof.removed.authenticator,
         };
-        self.audit(event, Some(user), None, Some(client)).await;
+        self.audit(event, Subject::user(user).from(client)).await;
     }
 
     pub(super) async fn user(&self, who: &Principal) -> Result<User> {
@@ -214,17 +206,13 @@ impl Core {
     /// session and where they called from.
     pub(crate) async fn audit_by(&self, op: Operator<'_>, event: AuditEvent, target: Option<Uuid>) {
         match op {
-            Operator::Cli => self.audit(event, target, None, None).await,
+            Operator::Cli => self.audit(event, Subject::maybe_user(target)).await,
             Operator::Admin { who, client } => {
-                self.auditor
-                    .record_by(
-                        event,
-                        Some(who.user_id),
-                        target,
-                        Some(who.session_id),
-                        Some(client),
-                    )
-                    .await
+                let subject = Subject::maybe_user(target)
+                    .in_session(who.session_id)
+                    .by(who.user_id)
+                    .from(client);
+                self.audit(event, subject).await
             }
         }
     }

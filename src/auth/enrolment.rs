@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use secrecy::SecretString;
 
-use super::audit::{Actor, AuditEvent};
+use super::audit::{Actor, AuditEvent, Subject};
 use super::totp;
 use crate::error::{Error, Result};
 use crate::mail::Notice;
@@ -89,9 +89,9 @@ impl TwoFactor {
         self.core
             .audit(
                 AuditEvent::TwoFactorEnabled,
-                Some(user.id),
-                Some(who.session_id),
-                Some(client),
+                Subject::user(user.id)
+                    .in_session(who.session_id)
+                    .from(client),
             )
             .await;
         self.core.notify(&user, Notice::TwoFactorEnabled).await;
@@ -120,7 +120,12 @@ impl TwoFactor {
             .await?;
         let event = AuditEvent::TwoFactorDisabled { by: Actor::Owner };
         self.core
-            .audit(event, Some(user.id), Some(who.session_id), Some(client))
+            .audit(
+                event,
+                Subject::user(user.id)
+                    .in_session(who.session_id)
+                    .from(client),
+            )
             .await;
         self.core.notify(&user, Notice::TwoFactorDisabled).await;
         Ok(())
@@ -152,9 +157,9 @@ impl TwoFactor {
         self.core
             .audit(
                 AuditEvent::RecoveryCodesRegenerated,
-                Some(user.id),
-                Some(who.session_id),
-                Some(client),
+                Subject::user(user.id)
+                    .in_session(who.session_id)
+                    .from(client),
             )
             .await;
         self.core

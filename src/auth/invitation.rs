@@ -8,7 +8,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use super::AMR_PASSWORD;
 use super::admin::Operator;
-use super::audit::AuditEvent;
+use super::audit::{AuditEvent, Subject};
 use super::notices::{link_token_hash, new_link_token};
 use super::password::check_policy;
 use super::verification::{new_user_row, unverified_user};
@@ -106,9 +106,9 @@ impl Invitations {
         self.core
             .audit(
                 AuditEvent::InvitationAccepted,
-                Some(user.id),
-                Some(tokens.session_id),
-                Some(client),
+                Subject::user(user.id)
+                    .in_session(tokens.session_id)
+                    .from(client),
             )
             .await;
         Ok(tokens)

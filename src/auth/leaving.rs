@@ -4,7 +4,7 @@ use secrecy::SecretString;
 use uuid::Uuid;
 
 use super::Accounts;
-use super::audit::{Actor, AuditEvent};
+use super::audit::{Actor, AuditEvent, Subject};
 use crate::error::{Error, Result};
 use crate::model::{ClientInfo, EndReason, Principal};
 
@@ -32,7 +32,12 @@ impl Accounts {
             sessions_ended,
         };
         self.core
-            .audit(event, Some(user.id), Some(who.session_id), Some(client))
+            .audit(
+                event,
+                Subject::user(user.id)
+                    .in_session(who.session_id)
+                    .from(client),
+            )
             .await;
         Ok(sessions_ended)
     }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use secrecy::{ExposeSecret, SecretString};
 
-use super::audit::{AuditEvent, LoginFailure};
+use super::audit::{AuditEvent, LoginFailure, Subject};
 use super::password::Verdict;
 use super::{AMR_OTP, AMR_PASSWORD};
 use crate::crypto::{random_token, sha256};
@@ -72,7 +72,10 @@ impl Login {
                             None => (None, LoginFailure::UnknownAccount),
                         };
                         self.core
-                            .audit(AuditEvent::LoginFailed(failure), id, None, Some(client))
+                            .audit(
+                                AuditEvent::LoginFailed(failure),
+                                Subject::maybe_user(id).from(client),
+                            )
                             .await;
                         Ok(None)
                     }
@@ -83,7 +86,7 @@ impl Login {
         if user.disabled {
             let event = AuditEvent::LoginFailed(LoginFailure::AccountDisabled);
             self.core
-                .audit(event, Some(user.id), None, Some(client))
+                .audit(event, Subject::user(user.id).from(client))
                 .await;
             return Err(Error::AccountDisabled);
         }
@@ -103,9 +106,7 @@ impl Login {
             self.core
                 .audit(
                     AuditEvent::LoginChallenged,
-                    Some(user.id),
-                    None,
-                    Some(client),
+                    Subject::user(user.id).from(client),
                 )
                 .await;
             return Ok(LoginOutcome::Challenge { temp_token });
@@ -116,9 +117,9 @@ impl Login {
         self.core
             .audit(
                 AuditEvent::LoginSucceeded,
-                Some(user.id),
-                Some(tokens.session_id),
-                Some(client),
+                Subject::user(user.id)
+                    .in_session(tokens.session_id)
+                    .from(client),
             )
             .await;
         Ok(LoginOutcome::Tokens(tokens))
@@ -231,9 +232,7 @@ impl Login {
             self.core
                 .audit(
                     AuditEvent::TwoFactorFailed,
-                    Some(user.id),
-                    None,
-                    Some(client),
+                    Subject::user(user.id).from(client),
                 )
                 .await;
             let remaining = (MAX_CHALLENGE_ATTEMPTS - attempts).max(0) as u32;
@@ -255,18 +254,16 @@ impl Login {
             self.core
                 .audit(
                     AuditEvent::RecoveryCodeUsed,
-                    Some(user.id),
-                    None,
-                    Some(client),
+                    Subject::user(user.id).from(client),
                 )
                 .await;
         }
         self.core
             .audit(
                 AuditEvent::TwoFactorSucceeded(factor),
-                Some(user.id),
-                Some(tokens.session_id),
-                Some(client),
+                Subject::user(user.id)
+                    .in_session(tokens.session_id)
+                    .from(client),
             )
             .await;
         Ok(tokens)

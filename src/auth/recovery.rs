@@ -14,7 +14,7 @@ use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Semaphore;
 
 use super::Core;
-use super::audit::{Actor, AuditEvent, Auditor};
+use super::audit::{Actor, AuditEvent, Auditor, Subject};
 use super::notices::{link_token_hash, new_link_token};
 use super::password::check_policy;
 use super::throttle::{Gcra, address_key};
@@ -149,7 +149,7 @@ impl Recovery {
             sessions_ended: ended.len() as u64,
         };
         self.core
-            .audit(event, Some(user_id), None, Some(client))
+            .audit(event, Subject::user(user_id).from(client))
             .await;
         Ok(())
     }
@@ -193,7 +193,7 @@ impl ResetWork {
             AuditEvent::PasswordResetThrottled
         };
         self.auditor
-            .record(event, Some(user.id), None, Some(client))
+            .record(event, Subject::user(user.id).from(client))
             .await;
         Ok(())
     }

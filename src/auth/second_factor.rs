@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
-use super::audit::AuditEvent;
+use super::audit::{AuditEvent, Subject};
 use super::{Core, totp};
 use crate::error::{Error, Result};
 use crate::mail::Notice;
@@ -74,7 +74,8 @@ impl Core {
                         failures,
                         wait_seconds: wait / 1000,
                     };
-                    self.audit(event, Some(user.id), None, client).await;
+                    self.audit(event, Subject::user(user.id).maybe_from(client))
+                        .await;
                     // Told once per run of wrong codes, not at every further code of an attack.
                     if failures == FREE_FAILURES + 1 {
                         self.notify(user, Notice::TwoFactorLocked).await;

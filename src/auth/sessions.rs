@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::audit::AuditEvent;
+use super::audit::{AuditEvent, Subject};
 use super::tokens::RefreshClaims;
 use crate::error::{Error, Result};
 use crate::metrics::RefreshOutcome;
@@ -144,9 +144,9 @@ impl Sessions {
         self.core
             .audit(
                 AuditEvent::RefreshReuseDetected,
-                Some(session.user_id),
-                Some(session.id),
-                Some(client),
+                Subject::user(session.user_id)
+                    .in_session(session.id)
+                    .from(client),
             )
             .await;
         tracing::warn!(session = %session.id, user = %session.user_id, "refresh token reuse: session revoked");
@@ -182,7 +182,7 @@ impl Sessions {
             sessions: ended,
         };
         self.core
-            .audit(event, Some(user), Some(session), Some(client))
+            .audit(event, Subject::user(user).in_session(session).from(client))
             .await;
         Ok(ended)
     }
@@ -242,7 +242,10 @@ impl Sessions {
             by_session: who.session_id,
         };
         self.core
-            .audit(event, Some(who.user_id), Some(session), Some(client))
+            .audit(
+                event,
+                Subject::user(who.user_id).in_session(session).from(client),
+            )
             .await;
         Ok(())
     }

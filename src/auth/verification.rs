@@ -8,7 +8,7 @@ use std::sync::Arc;
 use secrecy::SecretString;
 use uuid::Uuid;
 
-use super::audit::{AuditEvent, Origin};
+use super::audit::{AuditEvent, Origin, Subject};
 use super::notices::{link_token_hash, new_link_token};
 use crate::domain::{Email, FullName};
 use crate::error::{Error, Result};
@@ -54,13 +54,15 @@ impl Addresses {
         // time should not differ by more than the answer itself tells.
         if !inserted {
             let refused = AuditEvent::RegistrationRefused;
-            self.core.audit(refused, None, None, Some(client)).await;
+            self.core
+                .audit(refused, Subject::anyone().from(client))
+                .await;
             return Err(Error::EmailTaken);
         }
         self.core.mailer.queued(&[&mail]);
         let created = AuditEvent::UserCreated(Origin::Registration);
         self.core
-            .audit(created, Some(user.id), None, Some(client))
+            .audit(created, Subject::user(user.id).from(client))
             .await;
         Ok(user)
     }
@@ -104,7 +106,7 @@ impl Addresses {
         self.core.directory.forget(user_id);
         self.core.credentials_removed(user_id, &proof, client).await;
         self.core
-            .audit(event, Some(user_id), None, Some(client))
+            .audit(event, Subject::user(user_id).from(client))
             .await;
         Ok(())
     }
@@ -129,7 +131,12 @@ impl Addresses {
             self.core.mailer.queued(&[&mail]);
             let event = AuditEvent::EmailVerificationSent;
             self.core
-                .audit(event, Some(user.id), Some(who.session_id), Some(client))
+                .audit(
+                    event,
+                    Subject::user(user.id)
+                        .in_session(who.session_id)
+                        .from(client),
+                )
                 .await;
         }
         Ok(())
@@ -191,7 +198,12 @@ impl Addresses {
         self.core.mailer.queued(&[&mail]);
         let event = AuditEvent::EmailChangeRequested;
         self.core
-            .audit(event, Some(user.id), Some(who.session_id), Some(client))
+            .audit(
+                event,
+                Subject::user(user.id)
+                    .in_session(who.session_id)
+                    .from(client),
+            )
             .await;
         Ok(())
     }

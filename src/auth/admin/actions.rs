@@ -8,7 +8,7 @@ use uuid::Uuid;
 
 use super::{ADMIN_ROLE, Operator};
 use crate::auth::Admin;
-use crate::auth::audit::{AuditEvent, Origin};
+use crate::auth::audit::{AuditEvent, Origin, Subject};
 use crate::auth::password::check_policy;
 use crate::auth::tokens::new_key;
 use crate::domain::{Email, FullName, Role};
@@ -348,7 +348,7 @@ impl Admin {
         self.core.store.rotate_key(&key, now).await?;
         let kid = key.kid.clone();
         self.core
-            .audit(AuditEvent::KeyRotated { kid: key.kid }, None, None, None)
+            .audit(AuditEvent::KeyRotated { kid: key.kid }, Subject::service())
             .await;
         Ok(kid)
     }
@@ -367,7 +367,7 @@ impl Admin {
         let event = AuditEvent::KeyRevoked {
             kid: kid.to_owned(),
         };
-        self.core.audit(event, None, None, None).await;
+        self.core.audit(event, Subject::service()).await;
         Ok(())
     }
 }

@@ -21,7 +21,7 @@ use webauthn_rs::prelude::{
 
 use super::{AssertionResponse, CeremonyStarted, Passkeys, passkey_of, state_of};
 use crate::auth::AMR_PASSWORD;
-use crate::auth::audit::{AuditEvent, LoginFailure};
+use crate::auth::audit::{AuditEvent, LoginFailure, Subject};
 use crate::auth::login::MAX_CHALLENGE_ATTEMPTS;
 use crate::crypto::{b64url, sha256};
 use crate::domain::Email;
@@ -211,7 +211,7 @@ impl Passkeys {
         if user.disabled {
             let event = AuditEvent::LoginFailed(LoginFailure::AccountDisabled);
             self.core
-                .audit(event, Some(user.id), None, Some(client))
+                .audit(event, Subject::user(user.id).from(client))
                 .await;
             return Err(Error::AccountDisabled);
         }
@@ -243,7 +243,12 @@ impl Passkeys {
                     .ok_or(Error::TempTokenInvalid)?;
                 let event = AuditEvent::PasskeySecondFactor { passkey: stored.id };
                 self.core
-                    .audit(event, Some(user.id), Some(tokens.session_id), Some(client))
+                    .audit(
+                        event,
+                        Subject::user(user.id)
+                            .in_session(tokens.session_id)
+                            .from(client),
+                    )
                     .await;
                 Ok(tokens)
             }
@@ -251,7 +256,12 @@ impl Passkeys {
                 let tokens = self.open_passkey_session(&user, client).await?;
                 let event = AuditEvent::PasskeyLogin { passkey: stored.id };
                 self.core
-                    .audit(event, Some(user.id), Some(tokens.session_id), Some(client))
+                    .audit(
+                        event,
+                        Subject::user(user.id)
+                            .in_session(tokens.session_id)
+                            .from(client),
+                    )
                     .await;
                 Ok(tokens)
             }
@@ -317,7 +327,7 @@ impl Passkeys {
             presented: counter,
         };
         self.core
-            .audit(event, Some(stored.user_id), None, Some(client))
+            .audit(event, Subject::user(stored.user_id).from(client))
             .await;
         tracing::warn!(passkey = %stored.id, user = %stored.user_id, "passkey counter went back: possibly a cloned authenticator");
         Error::PasskeyInvalid

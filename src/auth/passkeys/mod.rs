@@ -16,7 +16,7 @@ use serde_json::Value;
 use uuid::Uuid;
 use webauthn_rs::prelude::{CredentialID, Passkey, PasskeyRegistration, Webauthn};
 
-use super::audit::AuditEvent;
+use super::audit::{AuditEvent, Subject};
 use crate::error::{Error, Result};
 use crate::mail::Notice;
 use crate::model::{ClientInfo, Principal};
@@ -211,7 +211,12 @@ impl Passkeys {
         }
         let event = AuditEvent::PasskeyAdded { passkey: stored.id };
         self.core
-            .audit(event, Some(user.id), Some(who.session_id), Some(client))
+            .audit(
+                event,
+                Subject::user(user.id)
+                    .in_session(who.session_id)
+                    .from(client),
+            )
             .await;
         self.core.notify(&user, Notice::PasskeyAdded).await;
         Ok(stored.into())
@@ -251,7 +256,12 @@ impl Passkeys {
         }
         let event = AuditEvent::PasskeyRemoved { passkey: id };
         self.core
-            .audit(event, Some(user.id), Some(who.session_id), Some(client))
+            .audit(
+                event,
+                Subject::user(user.id)
+                    .in_session(who.session_id)
+                    .from(client),
+            )
             .await;
         self.core.notify(&user, Notice::PasskeyRemoved).await;
         Ok(())
@@ -266,7 +276,9 @@ impl Passkeys {
         reason: &'static str,
     ) -> Error {
         let event = AuditEvent::PasskeyFailed { reason };
-        self.core.audit(event, user_id, None, Some(client)).await;
+        self.core
+            .audit(event, Subject::maybe_user(user_id).from(client))
+            .await;
         Error::PasskeyInvalid
     }
 }
