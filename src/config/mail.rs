@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::SettingsArgs;
+use super::source::Source;
 use super::values::{Setting, SettingsError, parse_choice, parse_duration};
 
 /// Where mail goes.
@@ -48,20 +49,15 @@ pub struct MailSettings {
     pub smtp_ca: Vec<Vec<u8>>,
 }
 
-type Pick<'a> = &'a dyn Fn(&'static str, &Option<String>) -> Option<String>;
-
 /// The public URL and the mail settings.
 pub(super) fn resolve(
-    pick: Pick<'_>,
+    src: &Source,
     args: &SettingsArgs,
     sqlite: Option<&Path>,
 ) -> Result<MailSettings, SettingsError> {
-    let get = |key: &'static str, given: &Option<String>, default: &str| {
-        (
-            Setting { key },
-            pick(key, given).unwrap_or_else(|| default.to_owned()),
-        )
-    };
+    let pick = |key: &'static str, given: &Option<String>| src.pick(key, given);
+    let get =
+        |key: &'static str, given: &Option<String>, default: &str| src.get(key, given, default);
     let delivery = match pick("smtp_url", &args.smtp_url).filter(|v| !v.is_empty()) {
         Some(url) => MailDelivery::Smtp(smtp_url(&Setting { key: "smtp_url" }, &url)?),
         None => MailDelivery::Files(match pick("mail_dir", &args.mail_dir) {

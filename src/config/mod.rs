@@ -2,7 +2,6 @@
 //! in that order of precedence, then a default. A bad value stops the program with one line naming
 //! the setting, before anything is opened or bound.
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -12,6 +11,7 @@ use ipnet::IpNet;
 mod args;
 mod mail;
 mod return_urls;
+mod source;
 mod values;
 mod webauthn;
 
@@ -19,10 +19,9 @@ pub use crate::crypto::MasterKey;
 pub use args::{COMMON_SETTINGS, SettingsArgs};
 pub use mail::{MailDelivery, MailSettings};
 pub use return_urls::ReturnUrls;
+use source::Source;
 pub use values::{DatabaseUrl, LogFormat, SettingsError, redact_url, sqlite_path};
-use values::{
-    Setting, parse_addr, parse_choice, parse_cidrs, parse_count, parse_duration, read_file,
-};
+use values::{Setting, parse_addr, parse_cidrs};
 pub use webauthn::RelyingParty;
 
 use crate::authz::rules::AccessRules;
@@ -117,150 +116,27 @@ pub(crate) const FILE_KEYS: &[&str] = &[
 impl Settings {
     /// Resolves flags and environment (already merged by clap), then the file, then defaults.
     pub fn resolve(args: &SettingsArgs) -> Result<Settings, SettingsError> {
-        let file = match &args.config {
-            Some(path) => read_file(path)?,
-            None => BTreeMap::new(),
-        };
-        let pick = |key: &'static str, given: &Option<String>| -> Option<String> {
-            given.clone().or_else(|| file.get(key).cloned())
-        };
-        let get = |key: &'static str, given: &Option<String>, default: &str| {
-            (
-                Setting { key },
-                pick(key, given).unwrap_or_else(|| default.to_owned()),
-            )
-        };
-
-        let (s, v) = get("listen", &args.listen, "127.0.0.1:8080");
-        let listen = parse_addr(&s, &v)?;
-        let (_, database_url) = get("database_url", &args.database_url, "sqlite://gatehouse.db");
-        let setting = Setting {
-            key: "database_url",
-        };
-        let database_url = DatabaseUrl(database_url);
-        if !(database_url.as_str().starts_with("sqlite:") || database_url.is_postgres()) {
-            return Err(setting.invalid(
-                &database_url.to_string(),
-                "is not a sqlite://PATH or postgres:// URL",
-            ));
-        }
-        // Each pooled connection to an in-memory SQLite database would be a database of its own.
-        let in_memory = database_url.as_str().contains("mode=memory")
-            || sqlite_path(database_url.as_str()).is_none();
-        if !database_url.is_postgres() && in_memory {
-            return Err(setting.invalid(
-                &database_url.to_string(),
-                "must name a file (in-memory SQLite is not supported)",
-            ));
-        }
-        let master_key =
-            match pick("master_key", &args.master_key) {
-                Some(value) => Some(MasterKey::parse(&value).map_err(|reason| {
-                    Setting { key: "master_key" }.invalid("[redacted]", &reason)
-                })?),
-                None if database_url.is_postgres() => {
-                    return Err(SettingsError(
-                    "GATEHOUSE_MASTER_KEY (--master-key / master_key) is required with PostgreSQL: \
-                     every instance must share it (make one with: openssl rand -base64 32)"
-                        .to_owned(),
-                ));
-                }
-                None => None,
-            };
-        let (s, v) = get("access_token_ttl", &args.access_token_ttl, "24h");
-        let access_token_ttl = parse_duration(&s, &v)?;
-        let (s, v) = get("refresh_token_ttl", &args.refresh_token_ttl, "30d");
-        let refresh_token_ttl = parse_duration(&s, &v)?;
-        // A session ends when its refresh token lapses; an access token outliving it would keep a
-        // lapsed session usable.
-        if access_token_ttl > refresh_token_ttl {
-            return Err(SettingsError(format!(
-                "GATEHOUSE_ACCESS_TOKEN_TTL ({}s) must not be longer than GATEHOUSE_REFRESH_TOKEN_TTL ({}s)",
-                access_token_ttl.as_secs(),
-                refresh_token_ttl.as_secs()
-            )));
-        }
-        let (s, v) = get("temp_token_ttl", &args.temp_token_ttl, "5m");
-        let temp_token_ttl = parse_duration(&s, &v)?;
-        let (s, v) = get("refresh_reuse_grace", &args.refresh_reuse_grace, "10s");
-        let refresh_reuse_grace = parse_duration(&s, &v)?;
-        let (s, v) = get("registration", &args.registration, "closed");
-        let registration_open = parse_choice(&s, &v, ("open", "closed"))?;
-        let (s, v) = get("rate_limit", &args.rate_limit, "on");
-        let rate_limit = parse_choice(&s, &v, ("on", "off"))?;
-        let (s, v) = get("trusted_proxies", &args.trusted_proxies, "");
-        let trusted_proxies = parse_cidrs(&s, &v)?;
-        let (s, issuer) = get("issuer", &args.issuer, "gatehouse");
-        if issuer.trim().is_empty() {
-            return Err(s.invalid(&issuer, "must not be empty"));
-        }
-        let (s, audience) = get("audience", &args.audience, "gatehouse-api");
-        if audience.trim().is_empty() {
-            return Err(s.invalid(&audience, "must not be empty"));
-        }
-        let (s, v) = get("header_timeout", &args.header_timeout, "10s");
-        let header_timeout = parse_duration(&s, &v)?;
-        let (s, v) = get("body_timeout", &args.body_timeout, "10s");
-        let body_timeout = parse_duration(&s, &v)?;
-        let (s, v) = get("max_connections", &args.max_connections, "1024");
-        let max_connections = parse_count(&s, &v)?;
-        let (s, v) = get("write_timeout", &args.write_timeout, "10s");
-        let write_timeout = parse_duration(&s, &v)?;
-        let (s, v) = get("connection_lifetime", &args.connection_lifetime, "5m");
-        let connection_lifetime = parse_duration(&s, &v)?;
-        let per_client = &args.max_connections_per_client;
-        let (s, v) = get("max_connections_per_client", per_client, "64");
-        let max_connections_per_client = parse_count(&s, &v)?;
-        let (s, v) = get("docs", &args.docs, "off");
-        let docs = parse_choice(&s, &v, ("on", "off"))?;
-        let (s, v) = get("shutdown_timeout", &args.shutdown_timeout, "30s");
-        let shutdown_timeout = parse_duration(&s, &v)?;
-        let (s, v) = get("audit_retention", &args.audit_retention, "90d");
-        let audit_retention = parse_duration(&s, &v)?;
-        let metrics_listen = match pick("metrics_listen", &args.metrics_listen) {
-            Some(v) if !v.is_empty() && v != "off" => Some(parse_addr(
-                &Setting {
-                    key: "metrics_listen",
-                },
-                &v,
-            )?),
-            _ => None,
-        };
-        let access_rules = match pick("access_rules", &args.access_rules) {
-            Some(path) if !path.is_empty() => AccessRules::load(std::path::Path::new(&path))
-                .map_err(|reason| {
-                    Setting {
-                        key: "access_rules",
-                    }
-                    .invalid(&path, &reason)
-                })?,
-            _ => AccessRules::default(),
-        };
-        let untrusted = &args.untrusted_forward_auth;
-        let (s, v) = get("untrusted_forward_auth", untrusted, "refuse");
-        let untrusted_token_only = parse_choice(&s, &v, ("token-only", "refuse"))?;
-        let (s, log) = get("log", &args.log, "info");
-        if tracing_subscriber::EnvFilter::try_new(&log).is_err() {
-            return Err(s.invalid(&log, "is not a log filter (e.g. info, or gatehouse=debug)"));
-        }
+        let src = Source::read(args.config.as_deref())?;
+        let listen = src.addr("listen", &args.listen, "127.0.0.1:8080")?;
+        let database_url = database_url(&src, args)?;
+        let master_key = master_key(&src, args, &database_url)?;
+        let (access_token_ttl, refresh_token_ttl) = token_lifetimes(&src, args)?;
         let sqlite = sqlite_path(database_url.as_str());
-        let mail = mail::resolve(&pick, args, sqlite.as_deref())?;
-        let (s, v) = get("log_format", &args.log_format, "text");
-        let log_format = match v.as_str() {
-            "text" => LogFormat::Text,
-            "json" => LogFormat::Json,
-            _ => return Err(s.invalid(&v, "must be text or json")),
-        };
+        let mail = mail::resolve(&src, args, sqlite.as_deref())?;
         let default_public_url = format!("http://{listen}");
-        let (s, v) = get("public_url", &args.public_url, &default_public_url);
+        let (s, v) = src.get("public_url", &args.public_url, &default_public_url);
         let public_url = webauthn::parse_public_url(&s, &v)?;
         let webauthn = webauthn::relying_party(
             &public_url,
-            pick("webauthn_rp_id", &args.webauthn_rp_id),
-            pick("webauthn_origins", &args.webauthn_origins),
+            src.pick("webauthn_rp_id", &args.webauthn_rp_id),
+            src.pick("webauthn_origins", &args.webauthn_origins),
         )?;
-        let (s, v) = get("allowed_return_urls", &args.allowed_return_urls, "");
+        let (s, v) = src.get("allowed_return_urls", &args.allowed_return_urls, "");
         let allowed_return_urls = ReturnUrls::parse(&s, &v)?;
+        let (s, v) = src.get("trusted_proxies", &args.trusted_proxies, "");
+        let trusted_proxies = parse_cidrs(&s, &v)?;
+        let untrusted = &args.untrusted_forward_auth;
+        let per_client = &args.max_connections_per_client;
 
         Ok(Settings {
             listen,
@@ -268,27 +144,49 @@ impl Settings {
             master_key,
             access_token_ttl,
             refresh_token_ttl,
-            temp_token_ttl,
-            refresh_reuse_grace,
-            registration_open,
-            rate_limit,
+            temp_token_ttl: src.duration("temp_token_ttl", &args.temp_token_ttl, "5m")?,
+            refresh_reuse_grace: src.duration(
+                "refresh_reuse_grace",
+                &args.refresh_reuse_grace,
+                "10s",
+            )?,
+            registration_open: src.choice(
+                "registration",
+                &args.registration,
+                "closed",
+                ("open", "closed"),
+            )?,
+            rate_limit: src.choice("rate_limit", &args.rate_limit, "on", ("on", "off"))?,
             trusted_proxies,
-            issuer,
-            audience,
-            header_timeout,
-            body_timeout,
-            max_connections,
-            write_timeout,
-            connection_lifetime,
-            max_connections_per_client,
-            docs,
-            shutdown_timeout,
-            audit_retention,
-            metrics_listen,
-            access_rules,
-            untrusted_token_only,
-            log,
-            log_format,
+            issuer: src.text("issuer", &args.issuer, "gatehouse")?,
+            audience: src.text("audience", &args.audience, "gatehouse-api")?,
+            header_timeout: src.duration("header_timeout", &args.header_timeout, "10s")?,
+            body_timeout: src.duration("body_timeout", &args.body_timeout, "10s")?,
+            max_connections: src.count("max_connections", &args.max_connections, "1024")?,
+            write_timeout: src.duration("write_timeout", &args.write_timeout, "10s")?,
+            connection_lifetime: src.duration(
+                "connection_lifetime",
+                &args.connection_lifetime,
+                "5m",
+            )?,
+            max_connections_per_client: src.count(
+                "max_connections_per_client",
+                per_client,
+                "64",
+            )?,
+            docs: src.choice("docs", &args.docs, "off", ("on", "off"))?,
+            shutdown_timeout: src.duration("shutdown_timeout", &args.shutdown_timeout, "30s")?,
+            audit_retention: src.duration("audit_retention", &args.audit_retention, "90d")?,
+            metrics_listen: metrics_listen(&src, args)?,
+            access_rules: access_rules(&src, args)?,
+            untrusted_token_only: src.choice(
+                "untrusted_forward_auth",
+                untrusted,
+                "refuse",
+                ("token-only", "refuse"),
+            )?,
+            log: log_filter(&src, args)?,
+            log_format: log_format(&src, args)?,
             public_url,
             webauthn,
             allowed_return_urls,
@@ -302,8 +200,111 @@ impl Settings {
     }
 }
 
+/// A `sqlite://PATH` naming a file, or a `postgres://` URL.
+fn database_url(src: &Source, args: &SettingsArgs) -> Result<DatabaseUrl, SettingsError> {
+    let (setting, url) = src.get("database_url", &args.database_url, "sqlite://gatehouse.db");
+    let url = DatabaseUrl(url);
+    if !(url.as_str().starts_with("sqlite:") || url.is_postgres()) {
+        return Err(setting.invalid(
+            &url.to_string(),
+            "is not a sqlite://PATH or postgres:// URL",
+        ));
+    }
+    // Each pooled connection to an in-memory SQLite database would be a database of its own.
+    let in_memory = url.as_str().contains("mode=memory") || sqlite_path(url.as_str()).is_none();
+    if !url.is_postgres() && in_memory {
+        return Err(setting.invalid(
+            &url.to_string(),
+            "must name a file (in-memory SQLite is not supported)",
+        ));
+    }
+    Ok(url)
+}
+
+/// The key given, if any; PostgreSQL needs one (every instance must share it), SQLite may keep
+/// its key in a file beside the database.
+fn master_key(
+    src: &Source,
+    args: &SettingsArgs,
+    database_url: &DatabaseUrl,
+) -> Result<Option<MasterKey>, SettingsError> {
+    match src.pick("master_key", &args.master_key) {
+        Some(value) => MasterKey::parse(&value)
+            .map(Some)
+            .map_err(|reason| Setting { key: "master_key" }.invalid("[redacted]", &reason)),
+        None if database_url.is_postgres() => Err(SettingsError(
+            "GATEHOUSE_MASTER_KEY (--master-key / master_key) is required with PostgreSQL: \
+             every instance must share it (make one with: openssl rand -base64 32)"
+                .to_owned(),
+        )),
+        None => Ok(None),
+    }
+}
+
+/// The access and refresh tokens' lifetimes. A session ends when its refresh token lapses; an
+/// access token outliving it would keep a lapsed session usable.
+fn token_lifetimes(
+    src: &Source,
+    args: &SettingsArgs,
+) -> Result<(Duration, Duration), SettingsError> {
+    let access = src.duration("access_token_ttl", &args.access_token_ttl, "24h")?;
+    let refresh = src.duration("refresh_token_ttl", &args.refresh_token_ttl, "30d")?;
+    if access > refresh {
+        return Err(SettingsError(format!(
+            "GATEHOUSE_ACCESS_TOKEN_TTL ({}s) must not be longer than GATEHOUSE_REFRESH_TOKEN_TTL ({}s)",
+            access.as_secs(),
+            refresh.as_secs()
+        )));
+    }
+    Ok((access, refresh))
+}
+
+fn metrics_listen(src: &Source, args: &SettingsArgs) -> Result<Option<SocketAddr>, SettingsError> {
+    match src.pick("metrics_listen", &args.metrics_listen) {
+        Some(v) if !v.is_empty() && v != "off" => {
+            let setting = Setting {
+                key: "metrics_listen",
+            };
+            Ok(Some(parse_addr(&setting, &v)?))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn access_rules(src: &Source, args: &SettingsArgs) -> Result<AccessRules, SettingsError> {
+    match src.pick("access_rules", &args.access_rules) {
+        Some(path) if !path.is_empty() => {
+            AccessRules::load(std::path::Path::new(&path)).map_err(|reason| {
+                Setting {
+                    key: "access_rules",
+                }
+                .invalid(&path, &reason)
+            })
+        }
+        _ => Ok(AccessRules::default()),
+    }
+}
+
+fn log_filter(src: &Source, args: &SettingsArgs) -> Result<String, SettingsError> {
+    let (setting, log) = src.get("log", &args.log, "info");
+    if tracing_subscriber::EnvFilter::try_new(&log).is_err() {
+        return Err(setting.invalid(&log, "is not a log filter (e.g. info, or gatehouse=debug)"));
+    }
+    Ok(log)
+}
+
+fn log_format(src: &Source, args: &SettingsArgs) -> Result<LogFormat, SettingsError> {
+    let (setting, v) = src.get("log_format", &args.log_format, "text");
+    match v.as_str() {
+        "text" => Ok(LogFormat::Text),
+        "json" => Ok(LogFormat::Json),
+        _ => Err(setting.invalid(&v, "must be text or json")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use super::values::parse_duration;
     use super::*;
 
     fn resolve(args: SettingsArgs) -> Result<Settings, SettingsError> {
