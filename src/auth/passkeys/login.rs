@@ -16,7 +16,7 @@ use serde_json::json;
 use uuid::Uuid;
 use webauthn_rs::prelude::{
     AuthenticationResult, DiscoverableAuthentication, DiscoverableKey, PasskeyAuthentication,
-    WebauthnError,
+    Webauthn, WebauthnError,
 };
 
 use super::{AssertionResponse, CeremonyStarted, Passkeys, passkey_of, state_of};
@@ -26,7 +26,7 @@ use crate::auth::login::MAX_CHALLENGE_ATTEMPTS;
 use crate::crypto::{b64url, sha256};
 use crate::domain::Email;
 use crate::error::{Error, Result};
-use crate::model::passkeys::{CeremonyKind, PasskeyUse, StoredPasskey};
+use crate::model::passkeys::{Ceremony, CeremonyKind, PasskeyUse, StoredPasskey};
 use crate::model::{ClientInfo, TokenSet, User};
 
 /// RFC 8176: proof of possession of a hardware-secured key, and a user test (the passkey's user
@@ -146,17 +146,54 @@ impl Passkeys {
         let Some(ceremony) = self.core.store.take_sign_in(ceremony_id, now).await? else {
             return Err(self.passkey_failed(None, client, "unknown_ceremony").await);
         };
-        let assertion = &response.0;
         let Some(stored) = self
             .core
             .store
-            .passkey_by_credential_id(assertion.raw_id.as_slice())
+            .passkey_by_credential_id(response.0.raw_id.as_slice())
             .await?
         else {
             return Err(self
                 .passkey_failed(None, client, "unknown_credential")
                 .await);
         };
+        let result = self
+            .verify(webauthn, &ceremony, &stored, &response, client)
+            .await?;
+        self.record_use(&stored, &result, now, client).await?;
+        let user = self.owner_may_sign_in(stored.user_id, client).await?;
+        let (tokens, event) = match ceremony.kind {
+            CeremonyKind::SecondFactor => {
+                let tokens = self
+                    .complete_challenge(&ceremony, &user, now, client)
+                    .await?;
+                (
+                    tokens,
+                    AuditEvent::PasskeySecondFactor { passkey: stored.id },
+                )
+            }
+            _ => {
+                let tokens = self.open_passkey_session(&user, client).await?;
+                (tokens, AuditEvent::PasskeyLogin { passkey: stored.id })
+            }
+        };
+        let subject = Subject::user(user.id)
+            .in_session(tokens.session_id)
+            .from(client);
+        self.core.audit(event, subject).await;
+        Ok(tokens)
+    }
+
+    /// Checks the assertion against the ceremony it answers and the passkey it names; a refusal
+    /// is audited against the passkey's owner.
+    async fn verify(
+        &self,
+        webauthn: &Webauthn,
+        ceremony: &Ceremony,
+        stored: &StoredPasskey,
+        response: &AssertionResponse,
+        client: &ClientInfo,
+    ) -> Result<AuthenticationResult> {
+        let assertion = &response.0;
         let owner = Some(stored.user_id);
         if response.cross_origin() {
             return Err(self.passkey_failed(owner, client, "cross_origin").await);
@@ -172,7 +209,7 @@ impl Passkeys {
                 if handle.is_some_and(|h| h.as_slice() != stored.user_id.as_bytes()) {
                     return Err(self.passkey_failed(owner, client, "user_handle").await);
                 }
-                let state: PasskeyAuthentication = state_of(&ceremony)?;
+                let state: PasskeyAuthentication = state_of(ceremony)?;
                 webauthn.finish_passkey_authentication(assertion, &state)
             }
             CeremonyKind::Discoverable => {
@@ -181,8 +218,8 @@ impl Passkeys {
                     Ok((handle, _)) if Some(handle) == owner => {}
                     _ => return Err(self.passkey_failed(owner, client, "user_handle").await),
                 }
-                let state: DiscoverableAuthentication = state_of(&ceremony)?;
-                let key = DiscoverableKey::from(&passkey_of(&stored)?);
+                let state: DiscoverableAuthentication = state_of(ceremony)?;
+                let key = DiscoverableKey::from(&passkey_of(stored)?);
                 webauthn.finish_discoverable_authentication(assertion, state, &[key])
             }
             CeremonyKind::Register => {
@@ -191,21 +228,25 @@ impl Passkeys {
                 )));
             }
         };
-        let result = match verified {
-            Ok(result) => result,
+        match verified {
+            Ok(result) => Ok(result),
             Err(WebauthnError::CredentialPossibleCompromise) => {
-                return Err(self.clone_detected(&stored, None, client).await);
+                Err(self.clone_detected(stored, None, client).await)
             }
             Err(e) => {
                 tracing::info!(error = %e, "passkey assertion refused");
-                return Err(self.passkey_failed(owner, client, "verification").await);
+                Err(self.passkey_failed(owner, client, "verification").await)
             }
-        };
-        self.record_use(&stored, &result, now, client).await?;
+        }
+    }
+
+    /// The passkey's owner, if they may sign in: not disabled, and (after the passkey proved
+    /// itself, as after a right password) with a verified address where one is required.
+    async fn owner_may_sign_in(&self, owner: Uuid, client: &ClientInfo) -> Result<User> {
         let user = self
             .core
             .store
-            .user_by_id(stored.user_id)
+            .user_by_id(owner)
             .await?
             .ok_or(Error::PasskeyInvalid)?;
         if user.disabled {
@@ -215,60 +256,41 @@ impl Passkeys {
                 .await;
             return Err(Error::AccountDisabled);
         }
-        // After the passkey proved itself, as after a right password.
         self.core.require_verified(&user)?;
-        match ceremony.kind {
-            CeremonyKind::SecondFactor => {
-                let hash = ceremony.temp_token_hash.as_deref().unwrap_or_default();
-                let hash: [u8; 32] = hash.try_into().map_err(|_| Error::TempTokenInvalid)?;
-                // The challenge may have lapsed while the ceremony ran (each lives 5 minutes).
-                let live = self
-                    .core
-                    .store
-                    .challenge_user(&hash, MAX_CHALLENGE_ATTEMPTS, now)
-                    .await?;
-                if live != Some(user.id) {
-                    return Err(Error::TempTokenInvalid);
-                }
-                // False when the challenge was completed meanwhile (a code, another passkey) or
-                // ended by a password change.
-                if !self.core.store.complete_challenge(&hash, now).await? {
-                    return Err(Error::TempTokenInvalid);
-                }
-                let amr = vec![AMR_PASSWORD.into(), AMR_HWK.into(), AMR_USER.into()];
-                let tokens = self
-                    .core
-                    .open_session(&user, amr, client)
-                    .await?
-                    .ok_or(Error::TempTokenInvalid)?;
-                let event = AuditEvent::PasskeySecondFactor { passkey: stored.id };
-                self.core
-                    .audit(
-                        event,
-                        Subject::user(user.id)
-                            .in_session(tokens.session_id)
-                            .from(client),
-                    )
-                    .await;
-                Ok(tokens)
-            }
-            _ => {
-                let tokens = self.open_passkey_session(&user, client).await?;
-                let event = AuditEvent::PasskeyLogin { passkey: stored.id };
-                self.core
-                    .audit(
-                        event,
-                        Subject::user(user.id)
-                            .in_session(tokens.session_id)
-                            .from(client),
-                    )
-                    .await;
-                Ok(tokens)
-            }
-        }
+        Ok(user)
     }
 
-    /// A session for a passkey sign-in, unless the account was disabled meanwhile.
+    /// Completes the password sign-in's challenge that this passkey answered as a second factor.
+    async fn complete_challenge(
+        &self,
+        ceremony: &Ceremony,
+        user: &User,
+        now: i64,
+        client: &ClientInfo,
+    ) -> Result<TokenSet> {
+        let hash = ceremony.temp_token_hash.as_deref().unwrap_or_default();
+        let hash: [u8; 32] = hash.try_into().map_err(|_| Error::TempTokenInvalid)?;
+        // The challenge may have lapsed while the ceremony ran (each lives 5 minutes).
+        let live = self
+            .core
+            .store
+            .challenge_user(&hash, MAX_CHALLENGE_ATTEMPTS, now)
+            .await?;
+        if live != Some(user.id) {
+            return Err(Error::TempTokenInvalid);
+        }
+        // False when the challenge was completed meanwhile (a code, another passkey) or ended by
+        // a password change.
+        if !self.core.store.complete_challenge(&hash, now).await? {
+            return Err(Error::TempTokenInvalid);
+        }
+        let amr = vec![AMR_PASSWORD.into(), AMR_HWK.into(), AMR_USER.into()];
+        self.core
+            .open_session(user, amr, client)
+            .await?
+            .ok_or(Error::TempTokenInvalid)
+    }
+
     async fn open_passkey_session(&self, user: &User, client: &ClientInfo) -> Result<TokenSet> {
         let amr = vec![AMR_HWK.into(), AMR_USER.into()];
         if let Some(tokens) = self.core.open_session(user, amr, client).await? {
