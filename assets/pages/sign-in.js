@@ -71,6 +71,20 @@ onSubmit(
 
 $("restart").addEventListener("click", () => restart());
 
+// A code from the app is six digits (a phone shows its number pad); a recovery code has letters.
+let recoveryCode = false;
+$("use-recovery").addEventListener("click", () => {
+  recoveryCode = !recoveryCode;
+  const code = $("code");
+  code.inputMode = recoveryCode ? "text" : "numeric";
+  code.autocomplete = recoveryCode ? "off" : "one-time-code";
+  $("code-label").textContent = recoveryCode ? "Recovery code" : "Code from your authenticator app";
+  $("code-hint").textContent = recoveryCode ? "Ten letters and digits, such as k7m2p-x9qrt." : "Six digits.";
+  $("use-recovery").textContent = recoveryCode ? "Use a code from the app instead" : "Use a recovery code instead";
+  code.value = "";
+  focus(code);
+});
+
 const passkey = $("passkey");
 if (passkey) {
   if (!webAuthn) {

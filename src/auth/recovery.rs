@@ -109,6 +109,15 @@ impl Recovery {
         });
     }
 
+    /// `POST /auth/password/reset/check`: the address of the account a live reset link is for,
+    /// so that the page names the account and says a dead link is dead before a password is
+    /// typed. Reads only; only the holder of the link learns the address it was mailed to.
+    pub async fn reset_link_address(&self, token: &str) -> Result<String> {
+        let hash = link_token_hash(token)?;
+        let (_, user) = self.core.live_link(&hash, "reset").await?;
+        Ok(user.email)
+    }
+
     /// `POST /auth/password/reset`: a new password with a reset link's token. Every session of
     /// the account ends (here at once, elsewhere within the revocation delay), and so do pending
     /// 2FA challenges and logins in flight. The link proved the address: if it was never verified,

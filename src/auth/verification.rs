@@ -67,6 +67,14 @@ impl Addresses {
         Ok(user)
     }
 
+    /// `POST /auth/email/verify/check`: the address a live verification link confirms (the new one
+    /// of an address change), for the page to show before the click that consumes the link.
+    pub async fn verify_link_address(&self, token: &str) -> Result<String> {
+        let hash = link_token_hash(token)?;
+        let (record, user) = self.core.live_link(&hash, "verify").await?;
+        Ok(record.email.unwrap_or(user.email))
+    }
+
     /// `POST /auth/email/verify`: the account's address is verified, or the account moves to the
     /// address the link was sent to (`EMAIL_TAKEN` if another account took it meanwhile). An
     /// account whose address was never verified loses the passkeys and the authenticator added

@@ -54,7 +54,9 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     // §7
     ("post", "/api/v1/auth/password/forgot", false),
     ("post", "/api/v1/auth/password/reset", false),
+    ("post", "/api/v1/auth/password/reset/check", false),
     ("post", "/api/v1/auth/email/verify", false),
+    ("post", "/api/v1/auth/email/verify/check", false),
     ("post", "/api/v1/auth/email/verify/resend", true),
     ("post", "/api/v1/auth/email", true),
     ("post", "/api/v1/auth/invitations/accept", false),

@@ -140,11 +140,18 @@ async fn an_address_changes_when_the_link_to_it_comes_back(backend: Backend) {
         .wait_for_mail("Ann@New.Example", "confirm your new e-mail", 1)
         .await[0]
         .token("/verify-email");
-    // Nothing changed yet.
+    // Nothing changed yet; the page shows the address the link confirms before the click.
     app.login("ann@example.com", PASSWORD).await.data(200);
+    let checked = app
+        .post("/api/v1/auth/email/verify/check", json!({ "token": token }))
+        .await;
+    assert_eq!(checked.data(200)["email"], json!("Ann@New.Example"));
     app.post("/api/v1/auth/email/verify", json!({ "token": token }))
         .await
         .data(200);
+    app.post("/api/v1/auth/email/verify/check", json!({ "token": token }))
+        .await
+        .error(400, "LINK_INVALID");
     app.login("ann@new.example", PASSWORD).await.data(200);
     app.login("ann@example.com", PASSWORD)
         .await

@@ -51,7 +51,23 @@ async fn a_reset_ends_every_session_and_its_link_works_once(backend: Backend) {
     let token = mail.token("/reset-password");
     assert!(token.len() >= 43, "{token}: at least 256 bits");
 
+    // The page checks the link before a password is typed; checking uses nothing up.
+    for _ in 0..2 {
+        let checked = app
+            .post(
+                "/api/v1/auth/password/reset/check",
+                json!({ "token": token }),
+            )
+            .await;
+        assert_eq!(checked.data(200)["email"], "ann@example.com");
+    }
     reset(&app, &token, NEW_PASSWORD).await.data(200);
+    app.post(
+        "/api/v1/auth/password/reset/check",
+        json!({ "token": token }),
+    )
+    .await
+    .error(400, "LINK_INVALID");
     // Every session, on this instance at once (and on others within the revocation delay).
     app.refused_within(&access, REVOCATION_DELAY).await;
     app.refused_within(&other_access, REVOCATION_DELAY).await;
@@ -164,7 +180,19 @@ async fn tampered_reused_and_expired_tokens_are_refused(backend: Backend) {
         app.post("/api/v1/auth/email/verify", json!({ "token": bad }))
             .await
             .error(400, "LINK_INVALID");
+        for check in [
+            "/api/v1/auth/password/reset/check",
+            "/api/v1/auth/email/verify/check",
+        ] {
+            app.post(check, json!({ "token": bad }))
+                .await
+                .error(400, "LINK_INVALID");
+        }
     }
+    // A reset token checks as no verification token.
+    app.post("/api/v1/auth/email/verify/check", json!({ "token": token }))
+        .await
+        .error(400, "LINK_INVALID");
     // A reset token is no verification or invitation token.
     app.post("/api/v1/auth/email/verify", json!({ "token": token }))
         .await
@@ -184,6 +212,12 @@ async fn tampered_reused_and_expired_tokens_are_refused(backend: Backend) {
     reset(&app, &token, NEW_PASSWORD)
         .await
         .error(400, "LINK_INVALID");
+    app.post(
+        "/api/v1/auth/password/reset/check",
+        json!({ "token": token }),
+    )
+    .await
+    .error(400, "LINK_INVALID");
     // Housekeeping deletes it an hour after it expired.
     assert_eq!(app.handle.housekeep().await.unwrap().mail_tokens, 0);
     app.clock().advance(Duration::from_secs(3600));

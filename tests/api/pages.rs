@@ -33,6 +33,7 @@ const ASSETS: &[(&str, &str)] = &[
     ("/assets/pages/sign-in.js", "text/javascript"),
     ("/assets/pages/account.js", "text/javascript"),
     ("/assets/pages/style.css", "text/css"),
+    ("/assets/pages/favicon.svg", "image/svg+xml"),
 ];
 
 struct Page {

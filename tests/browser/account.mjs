@@ -15,7 +15,7 @@ const newEmail = "ann.new@example.com";
 await run("account", async (browser) => {
   const page = await newPage(browser);
   await signIn(page, email, password);
-  await page.getByLabel("Code from your authenticator app, or a recovery code").fill(totp(secret, 0));
+  await page.getByLabel("Code from your authenticator app").fill(totp(secret, 0));
   await page.getByRole("button", { name: "Verify" }).click();
   await expectPath(page, "/account");
   await expectText(page, "(this browser)", "#session-list");

@@ -24,6 +24,7 @@ await run("mail", async (browser) => {
   const reset = await mailedLink(email, "/reset-password");
   assert(reset.startsWith(`${BASE}/reset-password?token=`), `reset link: ${reset}`);
   await page.goto(reset);
+  await expectText(page, `For the account ${email}.`, "#link-account");
   await page.getByLabel("New password").fill("short");
   await page.getByRole("button", { name: "Set the new password" }).click();
   const weak = await alertText(page);
@@ -31,12 +32,11 @@ await run("mail", async (browser) => {
   await page.getByLabel("New password").fill(newPassword);
   await page.getByRole("button", { name: "Set the new password" }).click();
   await expectText(page, "Your password was changed");
-  // The link works once.
+  // The link works once: opened again, it says so before any password is typed.
   await page.goto(reset);
-  await page.getByLabel("New password").fill("yet another passphrase");
-  await page.getByRole("button", { name: "Set the new password" }).click();
   const used = await alertText(page);
   assert(/no longer valid/.test(used), `a used link is refused: ${used}`);
+  assert(!(await page.getByLabel("New password").isVisible()), "no password asked on a dead link");
   // The old password is gone, the new one signs in.
   await signIn(page, email, password);
   assert(/wrong/.test(await alertText(page)), "the old password is refused");
@@ -61,9 +61,9 @@ await run("mail", async (browser) => {
   await expectText(page, `A new verification link is on its way to ${newcomer}.`, "#profile");
   const verify = await mailedLink(newcomer, "/verify-email", { skip: [first] });
   await page.goto(first);
-  await page.getByRole("button", { name: "Verify my address" }).click();
   assert(/no longer valid/.test(await alertText(page)), "the voided link is refused");
   await page.goto(verify);
+  await expectText(page, `Confirm that ${newcomer} is your address.`, "#verify");
   await page.getByRole("button", { name: "Verify my address" }).click();
   await expectText(page, "Your address is verified.");
   await page.goto(`${BASE}/account`);

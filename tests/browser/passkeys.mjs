@@ -26,7 +26,7 @@ await run("passkeys", async (browser) => {
   // WebAuthn refuses a page without focus.
   await page.bringToFront();
   await signIn(page, email, password);
-  await page.getByLabel("Code from your authenticator app, or a recovery code").fill(totp(secret, 0));
+  await page.getByLabel("Code from your authenticator app").fill(totp(secret, 0));
   await page.getByRole("button", { name: "Verify" }).click();
   await expectPath(page, "/account");
   await expectText(page, "No passkeys yet.");

@@ -8,7 +8,12 @@ const email = required("GATEHOUSE_EMAIL");
 const password = required("GATEHOUSE_PASSWORD");
 
 await run("sign-in", async (browser) => {
-  const page = await newPage(browser);
+  // The copy buttons write to the clipboard; the test reads it back.
+  const context = await browser.newContext({
+    viewport: { width: 1280, height: 900 },
+    permissions: ["clipboard-read", "clipboard-write"],
+  });
+  const page = await newPage(browser, context);
 
   // A wrong password: an alert, the form stays, focus stays usable.
   await signIn(page, email, "not the password");
@@ -30,8 +35,9 @@ await run("sign-in", async (browser) => {
   await page.locator("#twofa-setup-form").getByLabel("Your password").fill(password);
   await page.getByRole("button", { name: "Set up an authenticator app" }).click();
   await page.getByLabel("Code shown by the app").waitFor({ state: "visible" });
-  const secret = (await page.locator("#secret").innerText()).trim();
-  assert(/^[A-Z2-7]{16,}$/.test(secret), `secret shown: ${secret}`);
+  const shown = (await page.locator("#secret").innerText()).trim();
+  assert(/^[A-Z2-7]{4}( [A-Z2-7]{1,4})+$/.test(shown), `secret shown in groups of four: ${shown}`);
+  const secret = shown.replaceAll(" ", "");
   const qr = await page.locator("#qr").getAttribute("src");
   assert(qr?.startsWith("data:image/svg+xml"), `QR code image: ${qr?.slice(0, 40)}`);
   const qrLoaded = await page.locator("#qr").evaluate((img) => img.complete && img.naturalWidth > 0);
@@ -40,6 +46,13 @@ await run("sign-in", async (browser) => {
     (await page.evaluate(() => document.activeElement?.id)) === "enable-code",
     "focus moved to the code field",
   );
+  // On a phone, the app that scans is on the same device: a link opens it.
+  const otpauth = await page.getByRole("link", { name: "Add it to an authenticator app on this device" })
+    .getAttribute("href");
+  assert(otpauth.startsWith("otpauth://totp/") && otpauth.includes(`secret=${secret}`), `otpauth link: ${otpauth}`);
+  await page.getByRole("button", { name: "Copy the key" }).click();
+  await expectText(page, "The key was copied.", "#twofa");
+  assert((await page.evaluate(() => navigator.clipboard.readText())) === secret, "the key, ungrouped, copied");
   // The previous step's code: the current and next stay free for the sign-in below.
   await page.getByLabel("Code shown by the app").fill(totp(secret, -1));
   await page.getByRole("button", { name: "Turn on two-factor authentication" }).click();
@@ -47,14 +60,28 @@ await run("sign-in", async (browser) => {
   const codes = await page.locator("#recovery-list li").allInnerTexts();
   assert(codes.length === 10, `ten recovery codes shown, got ${codes.length}`);
   await expectText(page, "On. Recovery codes left: 10.", "#twofa-state");
+  // Kept by download (or copy), then put away.
+  const [download] = await Promise.all([
+    page.waitForEvent("download"),
+    page.getByRole("link", { name: "Download the codes" }).click(),
+  ]);
+  assert(download.suggestedFilename() === "gatehouse-recovery-codes.txt", download.suggestedFilename());
+  const { readFile } = await import("node:fs/promises");
+  const saved = await readFile(await download.path(), "utf8");
+  assert(codes.every((c) => saved.includes(c)), `the file holds every code:\n${saved}`);
+  await page.getByRole("button", { name: "Copy the codes" }).click();
+  assert((await page.evaluate(() => navigator.clipboard.readText())) === codes.join("\n"), "codes copied");
+  await page.getByRole("button", { name: "I have saved them" }).click();
+  assert(!(await page.getByText(codes[0]).isVisible()), "the codes leave the page once saved");
   assertNoPageErrors(page);
 
   // Sign out, then in again: now a code is asked for.
   await page.getByRole("button", { name: "Sign out", exact: true }).first().click();
   await expectPath(page, "/sign-in");
   await signIn(page, email, password);
-  const code = page.getByLabel("Code from your authenticator app, or a recovery code");
+  const code = page.getByLabel("Code from your authenticator app");
   await code.waitFor({ state: "visible" });
+  assert((await code.getAttribute("inputmode")) === "numeric", "a phone shows its number pad for the code");
   assert(
     (await page.evaluate(() => document.activeElement?.id)) === "code",
     "focus moved to the code field",
@@ -73,7 +100,10 @@ await run("sign-in", async (browser) => {
   await page.getByRole("button", { name: "Sign out", exact: true }).first().click();
   await expectPath(page, "/sign-in");
   await signIn(page, email, password);
-  await code.fill(codes[0]);
+  await page.getByRole("button", { name: "Use a recovery code instead" }).click();
+  const recoveryField = page.getByLabel("Recovery code");
+  assert((await recoveryField.getAttribute("inputmode")) === "text", "letters for a recovery code");
+  await recoveryField.fill(codes[0]);
   await page.getByRole("button", { name: "Verify" }).click();
   await expectPath(page, "/account");
   await expectText(page, "On. Recovery codes left: 9.", "#twofa-state");

@@ -1,6 +1,6 @@
 // Security: the password, two-factor authentication (enrolment, recovery codes, turning it off)
 // and passkeys.
-import { $, focus, gatehouse, showStatus, when } from "/assets/pages/ui.js";
+import { $, focus, gatehouse, showError, showStatus, when } from "/assets/pages/ui.js";
 import { action, api, button, element, refresh, reload, section } from "/assets/pages/account.js";
 
 // ---- password ----
@@ -34,11 +34,39 @@ function showTwoFactor(account) {
   if (on) $("twofa-enable-form").hidden = true;
 }
 
+/** `ABCDEFGHIJKLMNOP` → `ABCD EFGH IJKL MNOP`: easier to type into an app by hand. */
+const grouped = (key) => key.replace(/(.{4})(?=.)/g, "$1 ");
+
+async function copy(text, what, where) {
+  try {
+    await navigator.clipboard.writeText(text);
+    showStatus(`${what} copied.`, where);
+  } catch {
+    showError(new Error(`${what} could not be copied: select and copy them by hand.`), {}, where);
+  }
+}
+
+let downloadUrl = null;
+
 function showRecoveryCodes(codes) {
   $("recovery-list").replaceChildren(...codes.map((c) => element("li", c)));
+  const text = `Gatehouse recovery codes for ${location.host}\nEach works once.\n\n${codes.join("\n")}\n`;
+  if (downloadUrl) URL.revokeObjectURL(downloadUrl);
+  downloadUrl = URL.createObjectURL(new Blob([text], { type: "text/plain" }));
+  $("download-codes").href = downloadUrl;
+  $("copy-codes").onclick = () => copy(codes.join("\n"), "The codes were", $("recovery-list"));
   $("recovery-codes").hidden = false;
   focus($("recovery-title"));
 }
+
+// The codes leave the page once their owner says they are kept.
+$("codes-saved").addEventListener("click", () => {
+  $("recovery-list").replaceChildren();
+  if (downloadUrl) URL.revokeObjectURL(downloadUrl);
+  downloadUrl = null;
+  $("recovery-codes").hidden = true;
+  focus($("twofa-title"));
+});
 
 action(
   $("twofa-setup-form"),
@@ -47,7 +75,9 @@ action(
     $("twofa-setup-form").reset();
     // An SVG in an <img> runs no script; data: images are allowed by the page's CSP.
     $("qr").src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(setup.qrCodeSvg)}`;
-    $("secret").textContent = setup.secret;
+    $("secret").textContent = grouped(setup.secret);
+    $("otpauth").href = setup.otpauthUri;
+    $("copy-secret").onclick = () => copy(setup.secret, "The key was", $("secret"));
     $("twofa-setup-form").hidden = true;
     $("twofa-enable-form").hidden = false;
     focus($("enable-code"));
@@ -65,6 +95,7 @@ action(
     $("twofa-enable-form").hidden = true;
     $("qr").removeAttribute("src");
     $("secret").textContent = "";
+    $("otpauth").href = "#";
     await reload();
     showStatus("Two-factor authentication is on.", $("twofa-state"));
     showRecoveryCodes(recoveryCodes);

@@ -23,7 +23,9 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .routes(routes!(forgot_password))
         .routes(routes!(reset_password))
+        .routes(routes!(check_reset_link))
         .routes(routes!(verify_email))
+        .routes(routes!(check_verify_link))
         .routes(routes!(resend_verification))
         .routes(routes!(change_email))
         .routes(routes!(accept_invitation))
@@ -116,11 +118,50 @@ async fn verify_email(
     Client(client): Client,
     AppJson(body): AppJson<TokenRequest>,
 ) -> Result<Answer<Done>> {
-    let mut v = Validator::new();
-    let token = v.check("token", non_empty(body.token));
-    let token = v.finish(token)?;
+    let token = link_token(body)?;
     state.auth.addresses.verify_email(&token, &client).await?;
     Ok(ok(Done {}))
+}
+
+/// The account a link is for.
+#[derive(serde::Serialize, ToSchema)]
+struct LinkView {
+    #[schema(example = "ada@example.com")]
+    email: String,
+}
+
+error_responses!(CheckErrors: body_errors(), [Error::LinkInvalid], server_errors());
+
+/// Check a reset link before asking for a new password: the account's address, or
+/// `LINK_INVALID` for a link that is used, replaced or expired. Uses nothing up.
+#[utoipa::path(post, path = "/password/reset/check", tag = "auth", request_body = TokenRequest,
+    responses((status = 200, description = "Live", body = Envelope<LinkView>), CheckErrors))]
+async fn check_reset_link(
+    State(state): State<AppState>,
+    AppJson(body): AppJson<TokenRequest>,
+) -> Result<Answer<LinkView>> {
+    let token = link_token(body)?;
+    let email = state.auth.recovery.reset_link_address(&token).await?;
+    Ok(ok(LinkView { email }))
+}
+
+/// Check a verification link before confirming it: the address it confirms, or
+/// `LINK_INVALID`. Uses nothing up.
+#[utoipa::path(post, path = "/email/verify/check", tag = "auth", request_body = TokenRequest,
+    responses((status = 200, description = "Live", body = Envelope<LinkView>), CheckErrors))]
+async fn check_verify_link(
+    State(state): State<AppState>,
+    AppJson(body): AppJson<TokenRequest>,
+) -> Result<Answer<LinkView>> {
+    let token = link_token(body)?;
+    let email = state.auth.addresses.verify_link_address(&token).await?;
+    Ok(ok(LinkView { email }))
+}
+
+fn link_token(body: TokenRequest) -> Result<String> {
+    let mut v = Validator::new();
+    let token = v.check("token", non_empty(body.token));
+    v.finish(token)
 }
 
 error_responses!(ResendErrors: bearer_errors(), server_errors());

@@ -18,6 +18,7 @@ use crate::error::Error;
 
 const JS: &str = "text/javascript; charset=utf-8";
 const CSS: &str = "text/css; charset=utf-8";
+const SVG: &str = "image/svg+xml";
 
 /// Every file under `/assets/pages/`, by name.
 const FILES: &[(&str, &str, &str)] = &[
@@ -27,6 +28,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../../assets/pages/style.css"),
     ),
     ("ui.js", JS, include_str!("../../../assets/pages/ui.js")),
+    (
+        "favicon.svg",
+        SVG,
+        include_str!("../../../assets/pages/favicon.svg"),
+    ),
     (
         "sign-in.js",
         JS,
