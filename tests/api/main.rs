@@ -33,6 +33,7 @@ mod login;
 mod mail;
 mod mail_account;
 mod mail_delivery;
+mod mail_files;
 mod mail_links;
 mod operations;
 mod outage;
