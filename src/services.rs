@@ -131,8 +131,8 @@ impl Services {
 /// `None` when passkeys are off.
 fn relying_party(settings: &Settings) -> anyhow::Result<Option<webauthn_rs::Webauthn>> {
     use webauthn_rs::prelude::{Url, WebauthnBuilder};
+    // Why not is said at start (`startup::passkeys`).
     let Some(rp) = &settings.webauthn else {
-        tracing::debug!("passkeys are off: GATEHOUSE_PUBLIC_URL names no domain");
         return Ok(None);
     };
     let origins = rp

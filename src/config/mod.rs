@@ -190,9 +190,10 @@ impl Settings {
         let rate_limit = parse_choice(&s, &v, ("on", "off"))?;
         let (s, v) = get("trusted_proxies", &args.trusted_proxies, "");
         let trusted_proxies = parse_cidrs(&s, &v)?;
-        let (s, issuer) = get("issuer", &args.issuer, "gatehouse");
-        if issuer.trim().is_empty() {
-            return Err(s.invalid(&issuer, "must not be empty"));
+        // Without one, the public URL once that is set (OAuth libraries want a URL), else `gatehouse`.
+        let issuer = pick("issuer", &args.issuer);
+        if let Some(empty) = issuer.as_ref().filter(|i| i.trim().is_empty()) {
+            return Err(Setting { key: "issuer" }.invalid(empty, "must not be empty"));
         }
         let (s, audience) = get("audience", &args.audience, "gatehouse-api");
         if audience.trim().is_empty() {
@@ -273,7 +274,10 @@ impl Settings {
             registration_open,
             rate_limit,
             trusted_proxies,
-            issuer,
+            issuer: issuer.unwrap_or_else(|| match pick("public_url", &args.public_url) {
+                Some(_) => public_url.clone(),
+                None => "gatehouse".to_owned(),
+            }),
             audience,
             header_timeout,
             body_timeout,
@@ -322,6 +326,17 @@ mod tests {
         assert!(!s.registration_open);
         assert!(s.rate_limit);
         assert_eq!(s.issuer, "gatehouse");
+        let with_url = |issuer: Option<&str>| SettingsArgs {
+            public_url: Some("https://login.example.com/".into()),
+            issuer: issuer.map(str::to_owned),
+            ..SettingsArgs::default()
+        };
+        assert_eq!(
+            resolve(with_url(None)).unwrap().issuer,
+            "https://login.example.com"
+        );
+        assert_eq!(resolve(with_url(Some("urn:x"))).unwrap().issuer, "urn:x");
+        assert!(resolve(with_url(Some(" "))).is_err());
         assert_eq!(s.audience, "gatehouse-api");
         assert_eq!(s.log_format, LogFormat::Text);
         assert_eq!(s.write_timeout, Duration::from_secs(10));

@@ -46,6 +46,7 @@ mod proxy_attacks;
 mod refresh;
 mod sessions;
 mod slow;
+mod startup;
 mod storage;
 mod tokens;
 mod two_factor;
