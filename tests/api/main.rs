@@ -19,6 +19,7 @@ mod address_proof;
 mod admin;
 mod browser;
 mod cli;
+mod cli_check;
 mod cli_safety;
 mod contacts;
 mod docs;
