@@ -89,6 +89,7 @@ impl Application {
             }
         }
         warn_if_rules_have_no_proxy(settings);
+        crate::startup::report(settings, &services.store).await;
         let state = AppState::new(services.clone(), settings)?;
         Ok(Application {
             listener,

@@ -11,6 +11,7 @@ use crate::services::{Opening, Services, master_key, open_store};
 use crate::telemetry;
 
 mod audit;
+mod check;
 mod clients;
 mod keys;
 mod user;
@@ -37,6 +38,10 @@ pub enum Command {
     Serve,
     /// Create the database if there is none, apply its migrations, and exit
     Migrate,
+    /// Read every setting, file, the database and the master key as `serve` would, print what was
+    /// found (one line each), and change nothing; exits 1 with serve's one-line error, 2 for a bad
+    /// setting
+    Check,
     /// Every setting of the service: its flag, its environment variable and its default (keys of
     /// the --config file are the flags' names with `_` for `-`)
     Settings,
@@ -150,7 +155,7 @@ pub fn run() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(execute(command, settings)) {
+    match runtime.block_on(execute(command, settings, args.config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // `{:#}` prints the cause chain on one line.
@@ -160,8 +165,16 @@ pub fn run() -> ExitCode {
     }
 }
 
-async fn execute(command: Command, settings: Settings) -> anyhow::Result<()> {
+async fn execute(
+    command: Command,
+    settings: Settings,
+    config: Option<std::path::PathBuf>,
+) -> anyhow::Result<()> {
     match command {
+        Command::Check => {
+            let config = config.map(|c| crate::services::absolute(&c).display().to_string());
+            check::check(&settings, config.as_deref()).await
+        }
         Command::Serve => {
             let app = Application::build(&settings).await?;
             app.run_until(shutdown_signal()).await

@@ -25,6 +25,7 @@ mod model;
 mod private_files;
 mod server;
 mod services;
+mod startup;
 mod store;
 pub mod telemetry;
 

@@ -129,10 +129,10 @@ impl Services {
 
 /// The WebAuthn relying party of the settings (checked there already: `config::webauthn`), or
 /// `None` when passkeys are off.
-fn relying_party(settings: &Settings) -> anyhow::Result<Option<webauthn_rs::Webauthn>> {
+pub(crate) fn relying_party(settings: &Settings) -> anyhow::Result<Option<webauthn_rs::Webauthn>> {
     use webauthn_rs::prelude::{Url, WebauthnBuilder};
+    // Why not is said at start (`startup::passkeys`).
     let Some(rp) = &settings.webauthn else {
-        tracing::debug!("passkeys are off: GATEHOUSE_PUBLIC_URL names no domain");
         return Ok(None);
     };
     let origins = rp
@@ -155,7 +155,7 @@ fn relying_party(settings: &Settings) -> anyhow::Result<Option<webauthn_rs::Weba
 }
 
 /// The mailer (templates, sender, links) and the transport its mail goes out by.
-fn mail(
+pub(crate) fn mail(
     settings: &Settings,
     secrets: Arc<Secrets>,
     metrics: Arc<Metrics>,
@@ -199,14 +199,19 @@ pub async fn open_store(settings: &Settings, opening: Opening) -> anyhow::Result
             Opening::Existing => {}
         }
     }
-    let store = Store::connect(settings.database_url.as_str())
-        .await
-        .with_context(|| format!("cannot open the database {}", settings.database_url))?;
+    let store = connect_store(settings).await?;
     store
         .migrate()
         .await
         .context("cannot apply the database migrations")?;
     Ok(store)
+}
+
+/// Connects, and nothing more (`gatehouse check`: no schema change).
+pub async fn connect_store(settings: &Settings) -> anyhow::Result<Store> {
+    Store::connect(settings.database_url.as_str())
+        .await
+        .with_context(|| format!("cannot open the database {}", settings.database_url))
 }
 
 /// The master key from the settings, or from `gatehouse.master.key` beside the SQLite database.
@@ -263,7 +268,7 @@ pub async fn master_key(
 }
 
 /// A path as an operator can find it, whatever folder the command ran in.
-fn absolute(path: &Path) -> PathBuf {
+pub fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_owned())
 }
 
@@ -273,7 +278,7 @@ pub fn key_file_path(db: &Path) -> PathBuf {
         .join("gatehouse.master.key")
 }
 
-fn read_key_file(path: &Path) -> anyhow::Result<Option<MasterKey>> {
+pub fn read_key_file(path: &Path) -> anyhow::Result<Option<MasterKey>> {
     match std::fs::read_to_string(path) {
         Ok(text) => MasterKey::parse(&text)
             .map(Some)

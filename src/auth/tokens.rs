@@ -179,6 +179,14 @@ impl Keyring {
         Ok(())
     }
 
+    /// The active signing key's kid, once `secrets` opens it (the error otherwise is the one
+    /// `load` fails with); `None` before a first start made one. Reads only (`gatehouse check`).
+    pub async fn active_kid(store: &Store, secrets: &Secrets) -> anyhow::Result<Option<String>> {
+        Ok(Self::read(store, secrets, 0)
+            .await?
+            .map(|set| set.signer.kid))
+    }
+
     /// The active key and those retired after `since` (ms).
     async fn read(store: &Store, secrets: &Secrets, since: i64) -> anyhow::Result<Option<KeySet>> {
         Self::build(&store.signing_keys(since).await?, secrets)

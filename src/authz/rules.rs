@@ -100,6 +100,10 @@ impl AccessRules {
         self.0.is_empty()
     }
 
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
     /// The policy of the first rule that matches; `Authenticated` when none does.
     pub fn policy_for(&self, target: &Target) -> &Policy {
         self.0

@@ -28,6 +28,9 @@ pub enum UserCommand {
         /// Read the password from the first line of standard input
         #[arg(long)]
         password_stdin: bool,
+        /// Give the new account this role (repeatable; `admin` for the first administrator)
+        #[arg(long = "role", value_name = "ROLE")]
+        role: Vec<String>,
     },
     /// List accounts
     List {
@@ -136,9 +139,11 @@ pub(super) async fn user(command: UserCommand, services: &Services) -> anyhow::R
             email,
             name,
             password_stdin,
+            role,
         } => {
+            let roles = roles(&role)?;
             let password = password_from_stdin(password_stdin)?;
-            let id = add(auth, &email, &name, &[], Some(password)).await?;
+            let id = add(auth, &email, &name, &roles, Some(password)).await?;
             println!("{id}");
         }
         UserCommand::Invite { email, name, role } => {

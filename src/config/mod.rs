@@ -158,7 +158,7 @@ impl Settings {
             )?,
             rate_limit: src.choice("rate_limit", &args.rate_limit, "on", ("on", "off"))?,
             trusted_proxies,
-            issuer: src.text("issuer", &args.issuer, "gatehouse")?,
+            issuer: issuer(&src, args, &public_url)?,
             audience: src.text("audience", &args.audience, "gatehouse-api")?,
             header_timeout: src.duration("header_timeout", &args.header_timeout, "10s")?,
             body_timeout: src.duration("body_timeout", &args.body_timeout, "10s")?,
@@ -238,6 +238,19 @@ fn master_key(
                 .to_owned(),
         )),
         None => Ok(None),
+    }
+}
+
+/// The `iss` of the tokens: without one, the public URL once that is set (OAuth libraries want a
+/// URL), else `gatehouse` (API.md §4).
+fn issuer(src: &Source, args: &SettingsArgs, public_url: &str) -> Result<String, SettingsError> {
+    match src.pick("issuer", &args.issuer) {
+        Some(issuer) if issuer.trim().is_empty() => {
+            Err(Setting { key: "issuer" }.invalid(&issuer, "must not be empty"))
+        }
+        Some(issuer) => Ok(issuer),
+        None if src.pick("public_url", &args.public_url).is_some() => Ok(public_url.to_owned()),
+        None => Ok("gatehouse".to_owned()),
     }
 }
 
@@ -323,6 +336,17 @@ mod tests {
         assert!(!s.registration_open);
         assert!(s.rate_limit);
         assert_eq!(s.issuer, "gatehouse");
+        let with_url = |issuer: Option<&str>| SettingsArgs {
+            public_url: Some("https://login.example.com/".into()),
+            issuer: issuer.map(str::to_owned),
+            ..SettingsArgs::default()
+        };
+        assert_eq!(
+            resolve(with_url(None)).unwrap().issuer,
+            "https://login.example.com"
+        );
+        assert_eq!(resolve(with_url(Some("urn:x"))).unwrap().issuer, "urn:x");
+        assert!(resolve(with_url(Some(" "))).is_err());
         assert_eq!(s.audience, "gatehouse-api");
         assert_eq!(s.log_format, LogFormat::Text);
         assert_eq!(s.write_timeout, Duration::from_secs(10));

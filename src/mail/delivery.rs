@@ -92,7 +92,12 @@ impl Delivery {
         let sent = match self.mailer.open(mail) {
             Ok(message) => {
                 self.transport
-                    .send(self.mailer.sender(), &mail.recipient, &message)
+                    .send(
+                        self.mailer.sender(),
+                        &mail.recipient,
+                        &message,
+                        (&mail.kind, self.clock.now_ms()),
+                    )
                     .await
             }
             Err(error) => Err(error.to_string()),
@@ -103,7 +108,11 @@ impl Delivery {
                 self.metrics.mail_sent(&mail.kind);
                 match delivered {
                     Delivered::File(path) => {
-                        tracing::info!(id = %mail.id, kind = %mail.kind, file = %path.display(), "mail written");
+                        // The recipient's address is personal data, kept out of the log but
+                        // here: the `.eml` mailbox is a development setting (production mail goes
+                        // over SMTP, whose line names no one), where who got which mail is the
+                        // point of the line.
+                        tracing::info!(id = %mail.id, kind = %mail.kind, to = %mail.recipient, file = %path.display(), "mail written");
                     }
                     Delivered::Smtp => {
                         tracing::info!(id = %mail.id, kind = %mail.kind, attempts = mail.attempts, "mail sent");

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use lettre::message::header::ContentType;
 use lettre::message::{Mailbox, MultiPart};
 use tokio::sync::Notify;
 use uuid::Uuid;
@@ -17,8 +18,10 @@ use crate::model::AddressProof;
 use crate::model::mail::{OutboxMail, PendingMail};
 
 pub mod delivery;
+mod eml_file;
 pub mod templates;
 pub mod transport;
+pub mod wording;
 
 use templates::Templates;
 
@@ -267,7 +270,7 @@ impl Mailer {
             full_name => name,
             email => to,
             link => link,
-            expires_in => humantime::format_duration(ttl).to_string(),
+            expires_in => wording::duration(ttl),
             notice => notice.map(Notice::key),
             title => notice.map(Notice::title),
             message => notice.map(Notice::message),
@@ -288,10 +291,11 @@ impl Mailer {
             .to(mailbox)
             .subject(rendered.subject)
             .message_id(Some(format!("<{id}@gatehouse>")))
-            .multipart(MultiPart::alternative_plain_html(
-                rendered.text,
-                rendered.html,
-            ))
+            .multipart(
+                MultiPart::alternative()
+                    .singlepart(wording::readable(ContentType::TEXT_PLAIN, rendered.text))
+                    .singlepart(wording::readable(ContentType::TEXT_HTML, rendered.html)),
+            )
             // The sender and the parts are the service's own: what lettre can refuse here is the
             // recipient (e.g. an IP-literal domain, which its envelope does not take).
             .map_err(|_| Error::field("email", "is not an address mail can be sent to"))?;

@@ -80,6 +80,15 @@ impl Templates {
         Ok(Templates { env })
     }
 
+    /// The templates a file in `dir` replaces (`gatehouse check`).
+    pub fn replaced(dir: &Path) -> Vec<&'static str> {
+        EMBEDDED
+            .iter()
+            .map(|(name, _)| *name)
+            .filter(|name| dir.join(name).exists())
+            .collect()
+    }
+
     pub fn render(&self, kind: &str, context: &Value) -> Result<Rendered> {
         let render = |name: String| {
             self.env

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::Context as _;
 use lettre::address::Envelope;
 use lettre::transport::smtp::client::{Certificate, Tls, TlsParameters};
-use lettre::{AsyncFileTransport, AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
+use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
 use crate::config::{MailDelivery, MailSettings};
 
@@ -19,7 +19,6 @@ pub enum Transport {
         timeout: Duration,
     },
     Files {
-        transport: AsyncFileTransport<Tokio1Executor>,
         dir: PathBuf,
     },
 }
@@ -47,10 +46,7 @@ impl Transport {
                     timeout: timeout * 3,
                 }
             }
-            MailDelivery::Files(dir) => Transport::Files {
-                transport: AsyncFileTransport::new(dir),
-                dir: dir.clone(),
-            },
+            MailDelivery::Files(dir) => Transport::Files { dir: dir.clone() },
         })
     }
 
@@ -75,12 +71,16 @@ impl Transport {
         }
     }
 
+    /// Hands `message` (of `kind`, sent at `at_ms`) over; `kind` and `at_ms` name the `.eml`
+    /// file.
     pub async fn send(
         &self,
         from: &lettre::Address,
         to: &str,
         message: &[u8],
+        (kind, at_ms): (&str, i64),
     ) -> Result<Delivered, String> {
+        let recipient = to;
         let to: lettre::Address = to.parse().map_err(|e| format!("recipient: {e}"))?;
         let envelope =
             Envelope::new(Some(from.clone()), vec![to]).map_err(|e| format!("envelope: {e}"))?;
@@ -92,11 +92,12 @@ impl Transport {
                     Err(_) => Err(format!("no answer from the SMTP server within {timeout:?}")),
                 }
             }
-            Transport::Files { transport, dir } => {
-                match transport.send_raw(&envelope, message).await {
-                    Ok(id) => Ok(Delivered::File(dir.join(format!("{id}.eml")))),
-                    Err(e) => Err(e.to_string()),
-                }
+            Transport::Files { dir } => {
+                let name = super::eml_file::name(at_ms, kind, recipient);
+                super::eml_file::write(dir, &name, message)
+                    .await
+                    .map(Delivered::File)
+                    .map_err(|e| format!("cannot write the mail file in {}: {e}", dir.display()))
             }
         }
     }

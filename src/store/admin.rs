@@ -101,4 +101,10 @@ impl Store {
             .await)?;
         Ok(row.map(ManagedUser::from))
     }
+
+    /// Whether any account exists: before the first, the start says how to make one.
+    pub async fn has_accounts(&self) -> Result<bool> {
+        let sql = "SELECT EXISTS (SELECT 1 FROM users WHERE deleted_at IS NULL)";
+        on_pool!(self, |pool| sqlx::query_scalar(sql).fetch_one(pool).await)
+    }
 }

@@ -33,6 +33,10 @@ pub mod users;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
+/// This binary's migrations.
+pub static MIGRATIONS: std::sync::LazyLock<Vec<i64>> =
+    std::sync::LazyLock::new(|| MIGRATOR.iter().map(|m| m.version).collect());
+
 /// Runs `$body` with `$pool` bound to a connection of the concrete driver (`&mut`, an executor;
 /// `&mut *pool` to use it more than once), so the same query text and types serve both backends
 /// while each is compiled against its own driver (no `Any` row conversion). For
@@ -153,6 +157,38 @@ impl Store {
             Backend::Postgres(pool) => MIGRATOR.run(&mut *pool.acquire().await?).await?,
         }
         Ok(())
+    }
+
+    /// The versions of this binary's migrations the database has not applied, and those it has
+    /// applied that this binary does not know (a newer Gatehouse made them). Reads only: a database
+    /// without the migrations table has applied none, and is left without one.
+    pub async fn migration_status(&self) -> Result<(Vec<i64>, Vec<i64>)> {
+        let exists = match self.backend {
+            Backend::Sqlite { .. } => {
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
+            }
+            Backend::Postgres(_) => {
+                "SELECT COUNT(*) FROM information_schema.tables \
+                 WHERE table_name = '_sqlx_migrations' AND table_schema = current_schema()"
+            }
+        };
+        let tables: i64 = on_pool!(self, |pool| sqlx::query_scalar(exists)
+            .fetch_one(pool)
+            .await)?;
+        let applied: Vec<i64> = if tables == 0 {
+            Vec::new()
+        } else {
+            let sql = "SELECT version FROM _sqlx_migrations WHERE success ORDER BY version";
+            on_pool!(self, |pool| sqlx::query_scalar(sql).fetch_all(pool).await)?
+        };
+        let known = &*MIGRATIONS;
+        let pending = known
+            .iter()
+            .copied()
+            .filter(|v| !applied.contains(v))
+            .collect();
+        let unknown = applied.into_iter().filter(|v| !known.contains(v)).collect();
+        Ok((pending, unknown))
     }
 
     /// SQLite: copies what the write-ahead log holds back into the database, as far as readers

@@ -15,6 +15,7 @@ both_backends!(
     return_to_goes_only_where_allowed,
     registration_has_a_page_only_when_open,
     mailed_links_open_pages_that_consume_nothing,
+    the_root_sends_a_browser_to_sign_in,
 );
 
 const PAGES: &[&str] = &[
@@ -281,4 +282,30 @@ async fn mailed_links_open_pages_that_consume_nothing(backend: Backend) {
             .unwrap();
         assert_eq!(head.status(), StatusCode::OK, "{page}");
     }
+}
+
+/// `GET /` in a browser: the sign-in page (which forwards a person signed in already to
+/// `/account`), not a JSON 404.
+async fn the_root_sends_a_browser_to_sign_in(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    for method in [reqwest::Method::GET, reqwest::Method::HEAD] {
+        let response = client
+            .request(method.clone(), app.url("/"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(response.status(), StatusCode::SEE_OTHER, "{method}");
+        assert_eq!(response.headers()["location"], "/sign-in");
+        assert_eq!(response.headers()["x-frame-options"], "DENY");
+    }
+    let followed = fetch(&app, "/", &[]).await;
+    assert_eq!(followed.status, StatusCode::OK);
+    assert!(followed.body.contains("sign-in.js"), "{}", followed.body);
+    // Only the root: other unknown paths stay the JSON 404 of the API.
+    let missing = fetch(&app, "/nothing-here", &[]).await;
+    assert_eq!(missing.status, StatusCode::NOT_FOUND);
 }

@@ -208,8 +208,9 @@ impl Mail {
         self.header("Subject")
     }
 
-    /// The body with quoted-printable soft line breaks and `=3D` undone: enough to read links,
-    /// whose other characters are all plain (a full MIME parser would be more than this needs).
+    /// The body, with quoted-printable soft line breaks and `=3D` undone should a part be so
+    /// encoded (the service writes 8bit, and quoted-printable only for a line too long for it):
+    /// enough to read links, whose other characters are all plain.
     pub fn text(&self) -> String {
         self.0
             .replace("=\r\n", "")

@@ -10,7 +10,7 @@ use axum::Router;
 use axum::extract::rejection::QueryRejection;
 use axum::extract::{Query, State};
 use axum::http::{HeaderValue, StatusCode};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{Html, IntoResponse, Redirect, Response};
 use axum::routing::get;
 use minijinja::{Environment, Value, context};
 use serde::Deserialize;
@@ -180,6 +180,9 @@ pub fn router() -> Router<AppState> {
         get(move |State(state): State<AppState>| async move { html(&state, name, None) })
     };
     Router::new()
+        // A browser opening the service's address: the sign-in page, which sends a person signed
+        // in already (the pages keep the session in the browser) on to the account page.
+        .route("/", get(|| async { Redirect::to("/sign-in") }))
         .route("/sign-in", get(sign_in))
         .route("/forgot-password", page("forgot-password"))
         .route("/reset-password", page("reset-password"))
