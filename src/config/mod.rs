@@ -10,6 +10,7 @@ use std::time::Duration;
 use ipnet::IpNet;
 
 mod args;
+mod browser;
 mod mail;
 mod return_urls;
 mod values;
@@ -17,6 +18,7 @@ mod webauthn;
 
 pub use crate::crypto::MasterKey;
 pub use args::{COMMON_SETTINGS, SettingsArgs};
+pub use browser::{BrowserSettings, host_under};
 pub use mail::{MailDelivery, MailSettings};
 pub use return_urls::ReturnUrls;
 pub use values::{DatabaseUrl, LogFormat, SettingsError, redact_url, sqlite_path};
@@ -67,6 +69,8 @@ pub struct Settings {
     /// Where the sign-in page may send a user afterwards (`GATEHOUSE_ALLOWED_RETURN_URLS`).
     pub allowed_return_urls: ReturnUrls,
     pub mail: MailSettings,
+    /// The session cookie and CORS (docs/api.md §6b).
+    pub browser: BrowserSettings,
 }
 
 pub(crate) const FILE_KEYS: &[&str] = &[
@@ -100,6 +104,9 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "webauthn_rp_id",
     "webauthn_origins",
     "allowed_return_urls",
+    "cookie_name",
+    "cookie_domain",
+    "cors_origins",
     "smtp_url",
     "mail_from",
     "mail_dir",
@@ -261,6 +268,7 @@ impl Settings {
         )?;
         let (s, v) = get("allowed_return_urls", &args.allowed_return_urls, "");
         let allowed_return_urls = ReturnUrls::parse(&s, &v)?;
+        let browser = browser::resolve(&pick, args, &public_url)?;
 
         Ok(Settings {
             listen,
@@ -293,6 +301,7 @@ impl Settings {
             webauthn,
             allowed_return_urls,
             mail,
+            browser,
         })
     }
 
