@@ -4,7 +4,17 @@ import { $, focus, gatehouse, onClick, onSubmit, returnTo, showError, showStatus
 const passwordStep = $("password-step");
 const codeStep = $("code-step");
 
-function done() {
+// Sent here by forward-auth because the page asked for a second factor the session lacks: sign
+// in again (with it) rather than going straight back.
+const secondFactorAsked = $("second-factor-notice") !== null;
+
+/** The session cookie for the site's guarded web applications (docs/api.md §6b). */
+function setCookie() {
+  return gatehouse.request("POST", "/auth/browser-session");
+}
+
+async function done() {
+  await setCookie();
   location.assign(returnTo());
 }
 
@@ -25,9 +35,14 @@ function showPasskeyStep(shown) {
   if ($("passkey-step")) $("passkey-step").hidden = !(shown && webAuthn);
 }
 
-if (gatehouse.signedIn) {
-  // Already signed in here (another tab, an earlier visit): no need to ask again.
-  location.replace(returnTo());
+if (gatehouse.signedIn && !secondFactorAsked) {
+  // Already signed in here (another tab, an earlier visit): no need to ask again. The cookie is
+  // set again first (it may be missing: an application sent the browser here for want of one).
+  // A session that has ended leaves the form here.
+  setCookie().then(
+    () => location.replace(returnTo()),
+    () => {},
+  );
 }
 
 onSubmit(

@@ -3,7 +3,8 @@
 //! (refresh, logout, the session list), `Accounts` (registration, profile, password, leaving),
 //! `Addresses` (verification and address change), `TwoFactor` (enrolment), `Recovery`
 //! (forgotten password), `Invitations`, `Passkeys`, `Guard` (who holds a token, for guarded
-//! services), `Clients` (introspection clients), `Admin` and `Housekeeping`. What they share is
+//! services), `BrowserSessions` (session cookies for guarded web applications), `Clients`
+//! (introspection clients), `Admin` and `Housekeeping`. What they share is
 //! `Core`. They speak in domain terms (`model`); `http` turns them into calls and answers, `store`
 //! keeps their data.
 
@@ -27,6 +28,7 @@ pub mod totp;
 
 mod account;
 pub mod admin;
+mod browser;
 mod clients;
 mod core;
 mod enrolment;
@@ -44,6 +46,7 @@ mod verification;
 pub use self::core::Core;
 pub use account::Accounts;
 pub use admin::Admin;
+pub use browser::BrowserSessions;
 pub use clients::Clients;
 pub use enrolment::TwoFactor;
 pub use housekeeping::Housekeeping;
@@ -100,6 +103,7 @@ pub struct AuthService {
     pub invitations: Invitations,
     pub passkeys: Passkeys,
     pub guard: Guard,
+    pub browser: BrowserSessions,
     pub clients: Clients,
     pub admin: Admin,
     pub housekeeping: Housekeeping,
@@ -162,6 +166,7 @@ impl AuthService {
                 login: login.clone(),
             },
             two_factor: TwoFactor { core: core.clone() },
+            browser: BrowserSessions::new(core.clone()),
             clients: Clients::new(core.clone()),
             housekeeping: Housekeeping { core },
             login,

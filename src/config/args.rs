@@ -107,6 +107,17 @@ pub struct SettingsArgs {
     /// [default: none: always /account]
     #[arg(long, env = "GATEHOUSE_ALLOWED_RETURN_URLS", value_name = "URLS")]
     pub allowed_return_urls: Option<String>,
+    /// Name of the browser session cookie (docs/api.md §6b) [default: gatehouse_session]
+    #[arg(long, env = "GATEHOUSE_COOKIE_NAME", value_name = "NAME")]
+    pub cookie_name: Option<String>,
+    /// Domain of the session cookie, e.g. example.com: every host under it shares the sign-in
+    /// and is a valid return_to [default: none: a host-only cookie]
+    #[arg(long, env = "GATEHOUSE_COOKIE_DOMAIN", value_name = "DOMAIN")]
+    pub cookie_domain: Option<String>,
+    /// Origins whose pages may call the API across origins (CORS), comma-separated, exact
+    /// [default: none]
+    #[arg(long, env = "GATEHOUSE_CORS_ORIGINS", value_name = "ORIGINS")]
+    pub cors_origins: Option<String>,
     /// Passkeys' relying-party id: the registrable domain of the pages [default: the public URL's
     /// host]
     #[arg(long, env = "GATEHOUSE_WEBAUTHN_RP_ID", value_name = "DOMAIN")]

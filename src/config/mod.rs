@@ -9,6 +9,7 @@ use std::time::Duration;
 use ipnet::IpNet;
 
 mod args;
+mod browser;
 mod mail;
 mod return_urls;
 mod source;
@@ -17,6 +18,7 @@ mod webauthn;
 
 pub use crate::crypto::MasterKey;
 pub use args::{COMMON_SETTINGS, SettingsArgs};
+pub use browser::{BrowserSettings, host_under};
 pub use mail::{MailDelivery, MailSettings};
 pub use return_urls::ReturnUrls;
 use source::Source;
@@ -66,6 +68,8 @@ pub struct Settings {
     /// Where the sign-in page may send a user afterwards (`GATEHOUSE_ALLOWED_RETURN_URLS`).
     pub allowed_return_urls: ReturnUrls,
     pub mail: MailSettings,
+    /// The session cookie and CORS (docs/api.md §6b).
+    pub browser: BrowserSettings,
 }
 
 pub(crate) const FILE_KEYS: &[&str] = &[
@@ -99,6 +103,9 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "webauthn_rp_id",
     "webauthn_origins",
     "allowed_return_urls",
+    "cookie_name",
+    "cookie_domain",
+    "cors_origins",
     "smtp_url",
     "mail_from",
     "mail_dir",
@@ -133,6 +140,7 @@ impl Settings {
         )?;
         let (s, v) = src.get("allowed_return_urls", &args.allowed_return_urls, "");
         let allowed_return_urls = ReturnUrls::parse(&s, &v)?;
+        let browser = browser::resolve(&src, args, &public_url)?;
         let (s, v) = src.get("trusted_proxies", &args.trusted_proxies, "");
         let trusted_proxies = parse_cidrs(&s, &v)?;
         let untrusted = &args.untrusted_forward_auth;
@@ -191,6 +199,7 @@ impl Settings {
             webauthn,
             allowed_return_urls,
             mail,
+            browser,
         })
     }
 

@@ -1,6 +1,7 @@
-//! `GATEHOUSE_ALLOWED_RETURN_URLS`: where `/sign-in?return_to=` may send a user after signing in.
-//! An open redirect on a sign-in page is a phishing tool (a link to the real sign-in page that
-//! lands the user on a look-alike), so only what the operator listed is followed.
+//! Where `/sign-in?return_to=` may send a user after signing in (docs/api.md §6b): the public
+//! URL's host, a host under `GATEHOUSE_COOKIE_DOMAIN`, and what `GATEHOUSE_ALLOWED_RETURN_URLS`
+//! lists. An open redirect on a sign-in page is a phishing tool (a link to the real sign-in page
+//! that lands the user on a look-alike), so nothing else is followed.
 
 use url::Url;
 
@@ -10,7 +11,13 @@ use super::values::{Setting, SettingsError};
 /// a prefix (`https://app.example.com/dashboard`: that path and what lies below it, by whole
 /// segments).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct ReturnUrls(Vec<Url>);
+pub struct ReturnUrls {
+    listed: Vec<Url>,
+    /// The public URL's host: any of its URLs (http or https, any port).
+    public_host: Option<String>,
+    /// `GATEHOUSE_COOKIE_DOMAIN`: any URL of a host under it.
+    cookie_domain: Option<String>,
+}
 
 impl ReturnUrls {
     /// Comma-separated entries; an empty value allows none.
@@ -30,7 +37,20 @@ impl ReturnUrls {
             }
             entries.push(url);
         }
-        Ok(ReturnUrls(entries))
+        Ok(ReturnUrls {
+            listed: entries,
+            public_host: None,
+            cookie_domain: None,
+        })
+    }
+
+    /// These, and any URL of the public URL's host or of a host under the cookie domain.
+    pub fn with_hosts(mut self, public_url: &str, cookie_domain: Option<&str>) -> ReturnUrls {
+        self.public_host = Url::parse(public_url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_ascii_lowercase));
+        self.cookie_domain = cookie_domain.map(str::to_ascii_lowercase);
+        self
     }
 
     /// `candidate`, normalised, when an entry allows it; `None` otherwise. Compared as parsed
@@ -45,18 +65,30 @@ impl ReturnUrls {
         if !url.username().is_empty() || url.password().is_some() {
             return None;
         }
-        let allowed = self.0.iter().any(|entry| {
-            if entry.origin() != url.origin() {
-                return false;
-            }
-            let prefix = entry.path().trim_end_matches('/');
-            let path = url.path();
-            prefix.is_empty()
-                || path == prefix
-                || path
-                    .strip_prefix(prefix)
-                    .is_some_and(|rest| rest.starts_with('/'))
-        });
+        if !matches!(url.scheme(), "http" | "https") {
+            return None;
+        }
+        let host = url.host_str().map(str::to_ascii_lowercase);
+        let own_host = host.is_some()
+            && (host == self.public_host
+                || self
+                    .cookie_domain
+                    .as_deref()
+                    .zip(host.as_deref())
+                    .is_some_and(|(domain, host)| super::host_under(host, domain)));
+        let allowed = own_host
+            || self.listed.iter().any(|entry| {
+                if entry.origin() != url.origin() {
+                    return false;
+                }
+                let prefix = entry.path().trim_end_matches('/');
+                let path = url.path();
+                prefix.is_empty()
+                    || path == prefix
+                    || path
+                        .strip_prefix(prefix)
+                        .is_some_and(|rest| rest.starts_with('/'))
+            });
         allowed.then(|| url.to_string())
     }
 }
@@ -121,6 +153,34 @@ mod tests {
                 .is_none()
         );
         assert_eq!(urls("").allow("https://app.example.com/"), None);
+    }
+
+    #[test]
+    fn the_public_host_and_hosts_under_the_cookie_domain_are_allowed() {
+        let allowed = urls("https://partner.org")
+            .with_hosts("https://login.example.com", Some("example.com"));
+        for ok in [
+            "https://login.example.com/account",
+            "https://app.example.com/x?y=1",
+            "http://grafana.example.com:3000/",
+            "https://example.com/",
+            "https://partner.org/z",
+        ] {
+            assert!(allowed.allow(ok).is_some(), "{ok}");
+        }
+        for refused in [
+            "https://evil.org/",
+            "https://badexample.com/",
+            "https://example.com.evil.org/",
+            "https://user@app.example.com/",
+            "javascript://app.example.com/%0aalert(1)",
+            "ftp://app.example.com/",
+        ] {
+            assert_eq!(allowed.allow(refused), None, "{refused}");
+        }
+        let host_only = ReturnUrls::default().with_hosts("http://127.0.0.1:8080", None);
+        assert!(host_only.allow("http://127.0.0.1:8080/account").is_some());
+        assert!(host_only.allow("http://localhost:8080/").is_none());
     }
 
     #[test]

@@ -27,6 +27,14 @@ impl Source {
         Ok(Source { file })
     }
 
+    /// No settings file: flags and variables only.
+    #[cfg(test)]
+    pub(super) fn empty() -> Source {
+        Source {
+            file: BTreeMap::new(),
+        }
+    }
+
     /// The value given as a flag or variable, else the file's; `None` when neither has one.
     pub(super) fn pick(&self, key: &'static str, given: Given<'_>) -> Option<String> {
         given.clone().or_else(|| self.file.get(key).cloned())

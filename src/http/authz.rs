@@ -19,7 +19,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::AppState;
+use super::cookies::cookie_values;
 use super::extract::bearer_token;
+use super::navigation::{forwarded_url, is_navigation, sign_in_url, single};
 use crate::authz::Described;
 use crate::authz::rules::Policy;
 use crate::error::Error;
@@ -44,100 +46,110 @@ enum Decisions {
     /// An access rule denies the request
     #[response(status = 403)]
     Forbidden,
+    /// Forward-auth only: a browser's navigation is sent to sign in (Location: the sign-in URL)
+    #[response(status = 302)]
+    SignIn,
     /// Gatehouse cannot decide now (database unreachable)
     #[response(status = 503)]
     Unavailable,
 }
 
 /// Caddy `forward_auth` and Traefik `ForwardAuth`: the original request is described by
-/// `X-Forwarded-Method`, `X-Forwarded-Host` and `X-Forwarded-Uri`.
+/// `X-Forwarded-Method`, `X-Forwarded-Host` and `X-Forwarded-Uri` (and `X-Forwarded-Proto`).
 ///
 /// 200 with `Remote-User` (user id), `Remote-Email`, `Remote-Email-Verified` (`true` or
 /// `false`), `Remote-Name`, `Remote-Groups` (current roles, comma-separated) and
-/// `Remote-Session`; 401 for no, a bad, an expired or a revoked token; 403 when an access rule
-/// denies. No body. Any method.
+/// `Remote-Session`; 401 for no, a bad, an expired or a revoked token or session cookie; 403 when
+/// an access rule denies. A browser's navigation (GET or HEAD preferring `text/html`) without a
+/// valid token or cookie, or whose cookie session lacks the second factor a `two_factor` rule
+/// asks for, gets 302 to `/sign-in?return_to=<the original URL>`. No body. Any method.
 #[utoipa::path(method(get, post, put, patch, delete, head, options),
     path = "/api/v1/authz/forward-auth", tag = "authz",
-    security((), ("bearer" = [])),
+    security((), ("bearer" = []), ("session_cookie" = [])),
     responses(Decisions))]
 async fn forward_auth(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    let described = if state.is_trusted(peer) {
-        Described::forwarded(
-            single(&headers, "x-forwarded-method"),
+    let (described, navigation) = if state.is_trusted(peer) {
+        let method = single(&headers, "x-forwarded-method");
+        let navigation = method
+            .filter(|m| is_navigation(m, single(&headers, "accept")))
+            .and_then(|_| forwarded_url(&headers, &state.public_url));
+        let described = Described::forwarded(
+            method,
             single(&headers, "x-forwarded-host"),
             single(&headers, "x-forwarded-uri"),
-        )
+        );
+        (described, navigation)
     } else {
-        Described::Untrusted
+        (Described::Untrusted, None)
     };
-    decide(&state, peer, &headers, &described).await
+    let asked = Asked {
+        described,
+        navigation,
+        redirects: true,
+    };
+    decide(&state, peer, &headers, &asked).await
 }
 
 /// nginx `auth_request`: the original request is described by `X-Original-Method` and
 /// `X-Original-URL` (absolute, `host[:port]` only: `$scheme://$host$request_uri`). Answers as
-/// forward-auth does.
+/// forward-auth does, but never 302 (nginx cannot pass one on): a browser's navigation gets 401
+/// with a `Location` header naming the sign-in URL, which the nginx recipe redirects to.
 #[utoipa::path(method(get, post, put, patch, delete, head, options),
     path = "/api/v1/authz/auth-request", tag = "authz",
-    security((), ("bearer" = [])),
+    security((), ("bearer" = []), ("session_cookie" = [])),
     responses(Decisions))]
 async fn auth_request(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
 ) -> Response {
-    let described = if state.is_trusted(peer) {
-        Described::original(
-            single(&headers, "x-original-method"),
-            single(&headers, "x-original-url"),
-        )
+    let (described, navigation) = if state.is_trusted(peer) {
+        let method = single(&headers, "x-original-method");
+        let url = single(&headers, "x-original-url");
+        let navigation = method
+            .filter(|m| is_navigation(m, single(&headers, "accept")))
+            .and(url)
+            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+            .map(str::to_owned);
+        (Described::original(method, url), navigation)
     } else {
-        Described::Untrusted
+        (Described::Untrusted, None)
     };
-    decide(&state, peer, &headers, &described).await
+    let asked = Asked {
+        described,
+        navigation,
+        redirects: false,
+    };
+    decide(&state, peer, &headers, &asked).await
 }
 
-/// The value of a header given exactly once, as text; a repeated header could be read two ways.
-fn single<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
-    let mut values = headers.get_all(name).iter();
-    let value = values.next()?;
-    if values.next().is_some() {
-        return None;
-    }
-    value.to_str().ok()
+/// What a proxy asked about.
+struct Asked {
+    described: Described,
+    /// The original URL, when the request is a browser's navigation (from a trusted proxy).
+    navigation: Option<String>,
+    /// Whether the endpoint answers a navigation with 302 (forward-auth) or with 401 and a
+    /// `Location` (auth-request).
+    redirects: bool,
 }
 
-/// A denying rule refuses before the token is looked at (signing in would not help); otherwise the
-/// token must belong to a live session whose holder meets the policy.
+/// A denying rule refuses before the credentials are looked at (signing in would not help);
+/// otherwise a bearer token, else the session cookie, must belong to a live session whose holder
+/// meets the policy.
 async fn decide(
     state: &AppState,
     peer: SocketAddr,
     headers: &HeaderMap,
-    described: &Described,
+    asked: &Asked,
 ) -> Response {
+    let described = &asked.described;
     let policy = state.gate.policy_for(described);
     if *policy == Policy::Deny {
-        match described {
-            Described::Untrusted => {
-                if let Some(refused) = state.gate.untrusted_refused() {
-                    tracing::warn!(
-                        peer = %peer.ip(),
-                        refused,
-                        "forward-auth refused {refused} request(s), the last from {}, which is \
-                         not in GATEHOUSE_TRUSTED_PROXIES: with access rules, only a trusted \
-                         proxy's description of a request is judged (or set \
-                         GATEHOUSE_UNTRUSTED_FORWARD_AUTH=token-only to judge the token alone); \
-                         logged at most once a minute",
-                        peer.ip()
-                    );
-                }
-            }
-            Described::Unreadable(why) => tracing::debug!(why, "forward-auth: unreadable request"),
-            Described::Request(_) => {}
-        }
+        log_denied(described, peer, state);
         return forbidden();
     }
     if headers
@@ -152,30 +164,113 @@ async fn decide(
             r#"Bearer error="invalid_request", error_description="more than one Authorization header""#,
         );
     }
-    let Some(token) = bearer_token(headers) else {
-        return unauthorized("Bearer");
-    };
-    let identity = match state.auth.guard.identify(token).await {
-        Ok(identity) => identity,
-        Err(Error::TokenExpired) => {
-            return unauthorized(
-                r#"Bearer error="invalid_token", error_description="the access token expired""#,
-            );
+    let (identity, by_cookie) = if let Some(token) = bearer_token(headers) {
+        match state.auth.guard.identify(token).await {
+            Ok(identity) => (identity, false),
+            Err(error) => return refused(error),
         }
-        Err(Error::Unavailable(cause)) => {
-            tracing::warn!(error = %cause, "forward-auth cannot read the account");
-            return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    } else {
+        match cookie_identity(state, headers).await {
+            Ok(Some(identity)) => (identity, true),
+            Ok(None) => return sign_in(state, asked, false),
+            Err(unavailable) => return unavailable,
         }
-        Err(Error::Internal(cause)) => {
-            tracing::error!(error = ?cause, "forward-auth failed");
-            return StatusCode::SERVICE_UNAVAILABLE.into_response();
-        }
-        Err(_) => return unauthorized(r#"Bearer error="invalid_token""#),
     };
     if !policy.admits(&identity) {
+        // A browser whose session lacks the second factor may sign in again with it.
+        if by_cookie
+            && *policy == Policy::TwoFactor
+            && (asked.navigation.is_some() || !asked.redirects)
+        {
+            return sign_in(state, asked, true);
+        }
         return forbidden();
     }
     allowed(&identity)
+}
+
+fn log_denied(described: &Described, peer: SocketAddr, state: &AppState) {
+    match described {
+        Described::Untrusted => {
+            if let Some(refused) = state.gate.untrusted_refused() {
+                tracing::warn!(
+                    peer = %peer.ip(),
+                    refused,
+                    "forward-auth refused {refused} request(s), the last from {}, which is \
+                     not in GATEHOUSE_TRUSTED_PROXIES: with access rules, only a trusted \
+                     proxy's description of a request is judged (or set \
+                     GATEHOUSE_UNTRUSTED_FORWARD_AUTH=token-only to judge the token alone); \
+                     logged at most once a minute",
+                    peer.ip()
+                );
+            }
+        }
+        Described::Unreadable(why) => tracing::debug!(why, "forward-auth: unreadable request"),
+        Described::Request(_) => {}
+    }
+}
+
+/// The answer for a bearer token that does not identify anyone.
+fn refused(error: Error) -> Response {
+    match error {
+        Error::TokenExpired => unauthorized(
+            r#"Bearer error="invalid_token", error_description="the access token expired""#,
+        ),
+        Error::Unavailable(cause) => {
+            tracing::warn!(error = %cause, "forward-auth cannot read the account");
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+        Error::Internal(cause) => {
+            tracing::error!(error = ?cause, "forward-auth failed");
+            StatusCode::SERVICE_UNAVAILABLE.into_response()
+        }
+        _ => unauthorized(r#"Bearer error="invalid_token""#),
+    }
+}
+
+/// The holder of the first session cookie that belongs to a live session (a sibling host under
+/// the cookie domain may have set another of the same name); `Ok(None)` without one; `Err` with
+/// the answer when Gatehouse cannot tell (database unreachable).
+async fn cookie_identity(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<Identity>, Response> {
+    for value in cookie_values(headers, &state.browser.cookie_name) {
+        match state.auth.browser.identify(value).await {
+            Ok(identity) => return Ok(Some(identity)),
+            Err(error @ (Error::Unavailable(_) | Error::Internal(_))) => {
+                return Err(refused(error));
+            }
+            Err(_) => {}
+        }
+    }
+    Ok(None)
+}
+
+/// No (valid) credential, or a cookie session without the second factor a rule asks for: a
+/// browser's navigation is sent to sign in (forward-auth: 302; auth-request: 401 with the
+/// sign-in URL in `Location`, for the nginx recipe); anything else gets 401.
+fn sign_in(state: &AppState, asked: &Asked, second_factor: bool) -> Response {
+    let Some(original) = &asked.navigation else {
+        return unauthorized("Bearer");
+    };
+    let url = sign_in_url(&state.public_url, original, second_factor);
+    let Ok(location) = HeaderValue::from_str(&url) else {
+        return unauthorized("Bearer");
+    };
+    let status = if asked.redirects {
+        StatusCode::FOUND
+    } else {
+        StatusCode::UNAUTHORIZED
+    };
+    let mut response = status.into_response();
+    response.headers_mut().insert(header::LOCATION, location);
+    if !asked.redirects {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    }
+    response
 }
 
 fn unauthorized(challenge: &'static str) -> Response {

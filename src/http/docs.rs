@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use axum::http::StatusCode;
 use serde::Serialize;
 use utoipa::openapi::example::ExampleBuilder;
-use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::openapi::{ContentBuilder, Ref, RefOr, Response, ResponseBuilder};
 use utoipa::{Modify, OpenApi, ToSchema};
 
@@ -63,6 +63,15 @@ impl Modify for BearerScheme {
                     ))
                     .build(),
             ),
+        );
+        // Counted at forward-auth and auth-request only (docs/api.md §6b).
+        components.add_security_scheme(
+            "session_cookie",
+            SecurityScheme::ApiKey(ApiKey::Cookie(ApiKeyValue::with_description(
+                "gatehouse_session",
+                "The session cookie set by `POST /api/v1/auth/browser-session` \
+                 (`GATEHOUSE_COOKIE_NAME`, default `gatehouse_session`).",
+            ))),
         );
     }
 }

@@ -23,6 +23,8 @@ use crate::services::Services;
 mod admin;
 mod auth;
 mod authz;
+mod cookies;
+mod cors;
 mod crm;
 mod docs;
 mod error;
@@ -31,6 +33,7 @@ mod fields;
 mod framing;
 mod meta;
 mod metrics;
+mod navigation;
 mod oauth;
 mod pages;
 
@@ -55,6 +58,8 @@ pub struct AppState {
     issuer: Arc<str>,
     /// The pages' templates and what they show of the settings.
     pages: pages::SharedPages,
+    /// The session cookie's attributes and the CORS origins (docs/api.md §6b).
+    browser: Arc<crate::config::BrowserSettings>,
 }
 
 impl AppState {
@@ -71,6 +76,7 @@ impl AppState {
             public_url: settings.public_url.as_str().into(),
             issuer: settings.issuer.as_str().into(),
             pages: Arc::new(pages::Pages::new(settings)?),
+            browser: Arc::new(settings.browser.clone()),
         })
     }
 
@@ -149,7 +155,8 @@ pub fn router(state: AppState) -> Router {
         );
     }
     // The pages are HTML for people, not API calls: outside the API document.
-    api.merge(pages::router())
+    let app = api
+        .merge(pages::router())
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { error::RequestError::MethodNotAllowed })
         .layer(axum::middleware::from_fn_with_state(
@@ -194,8 +201,13 @@ pub fn router(state: AppState) -> Router {
         .layer(axum::middleware::from_fn(framing::limit_head))
         // Outermost, so that the framing layer's refusals (400, 408, 413, 431) and a panic's 500
         // carry it too.
-        .layer(axum::middleware::from_fn(no_store_by_default))
-        .with_state(state)
+        .layer(axum::middleware::from_fn(no_store_by_default));
+    // Outside even that, for the same reason: every answer to a listed origin carries its headers.
+    let app = match cors::Cors::new(&state.browser.cors_origins) {
+        Some(allowed) => app.layer(axum::middleware::from_fn_with_state(allowed, cors::cors)),
+        None => app,
+    };
+    app.with_state(state)
 }
 
 const REQUEST_ID: &str = "x-request-id";

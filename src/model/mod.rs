@@ -11,8 +11,8 @@ pub mod users;
 
 pub use clients::ApiClient;
 pub use sessions::{
-    ClientInfo, EndReason, Factor, Identity, LoginOutcome, LogoutScope, Principal, RefreshRecord,
-    Session, SessionInfo, TokenSet, is_multi_factor,
+    ClientInfo, CookieSession, EndReason, Factor, Identity, LoginOutcome, LogoutScope, Principal,
+    RefreshRecord, Session, SessionInfo, TokenSet, is_multi_factor,
 };
 pub use users::{
     Account, AddressProof, ManagedUser, SignInMethods, TwoFactorSetup, User, UserSummary,

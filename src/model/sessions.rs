@@ -20,6 +20,17 @@ pub struct Session {
     pub revoked_at: Option<i64>,
 }
 
+/// The session of a browser cookie (docs/api.md §6b), with what decides whether it counts.
+#[derive(Debug, Clone)]
+pub struct CookieSession {
+    pub session_id: Uuid,
+    pub user_id: Uuid,
+    pub amr: Vec<String>,
+    /// When the session lapses (its refresh token's expiry; refreshing slides it).
+    pub expires_at: i64,
+    pub revoked_at: Option<i64>,
+}
+
 /// A refresh token as recorded: enough to mint the same token again.
 #[derive(Debug, Clone)]
 pub struct RefreshRecord {

@@ -18,6 +18,7 @@ pub mod audit;
 pub mod challenges;
 pub mod clients;
 pub mod contacts;
+pub mod cookies;
 mod credentials;
 pub mod keys;
 pub mod mail_tokens;

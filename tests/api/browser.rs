@@ -22,6 +22,7 @@ use crate::helpers::{
 use crate::smtp::SmtpServer;
 
 mod library;
+mod web_apps;
 
 both_backends!(
     signing_in_with_and_without_two_factor,

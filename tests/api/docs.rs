@@ -25,6 +25,7 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("post", "/api/v1/auth/refresh", false),
     ("post", "/api/v1/auth/register", false),
     ("post", "/api/v1/auth/logout", true),
+    ("post", "/api/v1/auth/browser-session", true),
     ("get", "/api/v1/auth/me", true),
     ("get", "/api/v1/auth/sessions", true),
     ("delete", "/api/v1/auth/sessions/{id}", true),

@@ -18,6 +18,7 @@ mod abuse;
 mod address_proof;
 mod admin;
 mod browser;
+mod browser_sessions;
 mod cli;
 mod cli_check;
 mod cli_safety;

@@ -18,12 +18,13 @@ export function required(name) {
   return value;
 }
 
-export async function launch() {
+/** Chromium, with `args` beside the usual ones. */
+export async function launch(args = []) {
   return chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
     headless: true,
     // Containers often give /dev/shm 64 MB, too little for Chromium's renderers.
-    args: ["--disable-dev-shm-usage", "--no-sandbox"],
+    args: ["--disable-dev-shm-usage", "--no-sandbox", ...args],
   });
 }
 
@@ -31,8 +32,8 @@ export async function launch() {
  * Runs `scenario(browser)` and exits 0, or prints the failure with the URL and visible text of
  * every open page and exits 1.
  */
-export async function run(name, scenario) {
-  const browser = await launch();
+export async function run(name, scenario, args = []) {
+  const browser = await launch(args);
   const started = Date.now();
   try {
     await scenario(browser);

@@ -7,6 +7,7 @@ use super::AppState;
 use crate::error::{Result, Validator};
 
 mod account;
+mod browser;
 mod login;
 mod mail;
 mod passkeys;
@@ -18,6 +19,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(login::router())
         .merge(sessions::router())
+        .merge(browser::router())
         .merge(account::router())
         .merge(two_factor::router())
         .merge(passkeys::router())

@@ -1,12 +1,15 @@
 //! The caller's sessions: logout, the list, ending one.
 
 use axum::extract::State;
+use axum::http::header;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::views::{Deleted, SessionView};
 use crate::auth::LogoutScope;
 use crate::error::{Error, Result};
+use crate::http::cookies::clear_cookie;
 use crate::http::docs::{bearer_errors, body_errors, error_responses, server_errors};
 use crate::http::extract::{AuthUser, Client, MaybeJson, PathId};
 use crate::http::{Answer, AppState, Envelope, ok};
@@ -50,8 +53,9 @@ error_responses!(BearerBodyErrors: body_errors(), bearer_errors(), server_errors
 
 /// End this session, the others, or all of them.
 ///
-/// Their access tokens stop working at once on this instance and within a second on every other.
-/// The body may be left out.
+/// Their access tokens and session cookies stop working at once on this instance and within a
+/// second on every other. With `current` or `all`, the answer clears the session cookie
+/// (`Set-Cookie` with `Max-Age=0`). The body may be left out.
 #[utoipa::path(post, path = "/logout", tag = "auth", request_body(content = Option<LogoutRequest>),
     security(("bearer" = [])),
     responses((status = 200, description = "Sessions ended", body = Envelope<RevokedSessions>), BearerBodyErrors))]
@@ -60,7 +64,7 @@ async fn logout(
     AuthUser(who): AuthUser,
     Client(client): Client,
     MaybeJson(body): MaybeJson<LogoutRequest>,
-) -> Result<Answer<RevokedSessions>> {
+) -> Result<Response> {
     let scope = match body.and_then(|b| b.scope).as_deref() {
         None | Some("current") => LogoutScope::Current,
         Some("others") => LogoutScope::Others,
@@ -68,7 +72,12 @@ async fn logout(
         Some(_) => return Err(Error::field("scope", "must be current, others or all")),
     };
     let revoked_sessions = state.auth.sessions.logout(&who, scope, &client).await?;
-    Ok(ok(RevokedSessions { revoked_sessions }))
+    let answer = ok(RevokedSessions { revoked_sessions });
+    if scope == LogoutScope::Others {
+        return Ok(answer.into_response());
+    }
+    let clear = clear_cookie(&state.browser);
+    Ok(([(header::SET_COOKIE, clear)], answer).into_response())
 }
 
 #[derive(Serialize, ToSchema)]

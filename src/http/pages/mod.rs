@@ -105,13 +105,28 @@ impl Pages {
             product_name: settings.mail.product_name.clone(),
             registration_open: settings.registration_open,
             passkeys: settings.webauthn.is_some(),
-            return_urls: settings.allowed_return_urls.clone(),
+            return_urls: settings.allowed_return_urls.clone().with_hosts(
+                &settings.public_url,
+                settings.browser.cookie_domain.as_deref(),
+            ),
         })
     }
 
     /// The page `name` inside the layout, with the script of `script` (none for a page that needs
     /// none; the account page also loads each section's).
     fn render(&self, name: &str, script: Option<&str>, return_to: &str) -> Result<String, Error> {
+        self.render_with(name, script, return_to, false)
+    }
+
+    /// `render`; with `second_factor`, the sign-in page says that the application asks for a
+    /// second factor (docs/api.md §6b) and signs in again instead of going straight back.
+    fn render_with(
+        &self,
+        name: &str,
+        script: Option<&str>,
+        return_to: &str,
+        second_factor: bool,
+    ) -> Result<String, Error> {
         let title = PAGES
             .iter()
             .find(|(n, _, _)| *n == name)
@@ -134,6 +149,7 @@ impl Pages {
             passkeys => self.passkeys,
             return_to => return_to,
             title => title,
+            second_factor => second_factor,
         };
         let failed = |e: minijinja::Error| Error::internal(anyhow::anyhow!("page {name}: {e}"));
         // The account page's sections, each rendered with the page's context.
@@ -203,9 +219,12 @@ fn html(state: &AppState, name: &str, return_to: Option<String>) -> Result<Respo
 #[derive(Deserialize)]
 struct SignInQuery {
     return_to: Option<String>,
+    /// `required`: forward-auth sent the browser because a rule asks for a second factor.
+    second_factor: Option<String>,
 }
 
-/// `?return_to=` is followed only to what `GATEHOUSE_ALLOWED_RETURN_URLS` allows, anything else
+/// `?return_to=` is followed only to the public URL's host, a host under
+/// `GATEHOUSE_COOKIE_DOMAIN` and what `GATEHOUSE_ALLOWED_RETURN_URLS` allows, anything else
 /// silently to the account page: an open redirect here would make the real sign-in page the first
 /// step of a phishing link.
 async fn sign_in(
@@ -213,11 +232,18 @@ async fn sign_in(
     // A query that does not parse is as good as none: the page still signs in.
     query: Result<Query<SignInQuery>, QueryRejection>,
 ) -> Result<Response, Error> {
+    let query = query.ok().map(|Query(q)| q);
+    let second_factor = query
+        .as_ref()
+        .is_some_and(|q| q.second_factor.as_deref() == Some("required"));
     let return_to = query
-        .ok()
-        .and_then(|Query(q)| q.return_to)
-        .and_then(|r| state.pages.return_urls.allow(&r));
-    html(&state, "sign-in", return_to)
+        .and_then(|q| q.return_to)
+        .and_then(|r| state.pages.return_urls.allow(&r))
+        .unwrap_or_else(|| ACCOUNT.to_owned());
+    let body = state
+        .pages
+        .render_with("sign-in", Some("sign-in"), &return_to, second_factor)?;
+    Ok(Html(body).into_response())
 }
 
 /// Closed registration is a page saying so (and whom to ask), with 404: there is no form here.

@@ -1,0 +1,83 @@
+//! The session cookie on the wire (docs/api.md §6b): `Set-Cookie` to set and to clear it, and the
+//! values a request's `Cookie` headers give it.
+
+use axum::http::{HeaderMap, HeaderValue, header};
+
+use crate::config::BrowserSettings;
+
+/// `Set-Cookie` for a new cookie living `max_age` seconds.
+pub fn set_cookie(settings: &BrowserSettings, value: &str, max_age: i64) -> HeaderValue {
+    attributes(settings, value, max_age.max(0))
+}
+
+/// `Set-Cookie` that makes the browser forget the cookie (same name, domain and path).
+pub fn clear_cookie(settings: &BrowserSettings) -> HeaderValue {
+    attributes(settings, "", 0)
+}
+
+fn attributes(settings: &BrowserSettings, value: &str, max_age: i64) -> HeaderValue {
+    let mut text = format!(
+        "{}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax",
+        settings.cookie_name
+    );
+    if settings.cookie_secure {
+        text.push_str("; Secure");
+    }
+    if let Some(domain) = &settings.cookie_domain {
+        text.push_str("; Domain=");
+        text.push_str(domain);
+    }
+    // The name and domain were checked when the settings were read, the value is base64url.
+    HeaderValue::from_str(&text)
+        .unwrap_or(HeaderValue::from_static("gatehouse_session=; Max-Age=0"))
+}
+
+/// Every value the request's `Cookie` headers give the cookie named `name`, in order (a sibling
+/// host under the cookie domain may have set one of the same name).
+pub fn cookie_values<'a>(headers: &'a HeaderMap, name: &str) -> Vec<&'a str> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .filter(|(n, _)| *n == name)
+        .map(|(_, v)| v.trim().trim_matches('"'))
+        .filter(|v| !v.is_empty())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn settings(secure: bool, domain: Option<&str>) -> BrowserSettings {
+        BrowserSettings {
+            cookie_name: "gh".into(),
+            cookie_domain: domain.map(str::to_owned),
+            cookie_secure: secure,
+            cors_origins: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn attributes_follow_the_settings() {
+        assert_eq!(
+            set_cookie(&settings(false, None), "v", 60),
+            "gh=v; Path=/; Max-Age=60; HttpOnly; SameSite=Lax"
+        );
+        assert_eq!(
+            clear_cookie(&settings(true, Some("example.com"))),
+            "gh=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax; Secure; Domain=example.com"
+        );
+    }
+
+    #[test]
+    fn values_are_read_from_every_cookie_header() {
+        let mut headers = HeaderMap::new();
+        headers.append(header::COOKIE, HeaderValue::from_static("a=1; gh=x; ghx=2"));
+        headers.append(header::COOKIE, HeaderValue::from_static("gh=y;gh="));
+        assert_eq!(cookie_values(&headers, "gh"), ["x", "y"]);
+        assert!(cookie_values(&HeaderMap::new(), "gh").is_empty());
+    }
+}
