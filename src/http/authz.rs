@@ -54,7 +54,8 @@ enum Decisions {
 ///
 /// 200 with `Remote-User` (user id), `Remote-Email`, `Remote-Email-Verified` (`true` or
 /// `false`), `Remote-Name`, `Remote-Groups` (current roles, comma-separated) and
-/// `Remote-Session`; 401 for no, a bad, an expired or a revoked token; 403 when an access rule
+/// `Remote-Session`, and with an active organisation `Remote-Org` (its id) and `Remote-Org-Roles`
+/// (the holder's roles in it now, comma-separated); 401 for no, a bad, an expired or a revoked token; 403 when an access rule
 /// denies. No body. Any method.
 #[utoipa::path(method(get, post, put, patch, delete, head, options),
     path = "/api/v1/authz/forward-auth", tag = "authz",
@@ -217,5 +218,10 @@ fn allowed(who: &Identity) -> Response {
     headers.insert("remote-name", header_text(&who.full_name));
     headers.insert("remote-groups", header_text(&who.roles.join(",")));
     headers.insert("remote-session", header_text(&who.session_id.to_string()));
+    // Only with an active organisation (docs/api.md §13); the recipes clear what a client sent.
+    if let Some(org) = &who.org {
+        headers.insert("remote-org", header_text(&org.id.to_string()));
+        headers.insert("remote-org-roles", header_text(&org.roles.join(",")));
+    }
     response
 }

@@ -32,6 +32,7 @@ mod framing;
 mod meta;
 mod metrics;
 mod oauth;
+mod orgs;
 mod pages;
 
 pub use metrics::metrics_router;
@@ -113,6 +114,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(docs::ApiDoc::openapi())
         .nest("/api/v1/auth", auth::router())
         .nest("/api/v1/crm", crm::router())
+        .nest("/api/v1/orgs", orgs::router())
         .nest("/api/v1/admin", admin::router())
         .merge(authz::router())
         .merge(oauth::router())

@@ -35,6 +35,7 @@ mod mail_account;
 mod mail_delivery;
 mod mail_links;
 mod operations;
+mod orgs;
 mod outage;
 mod pages;
 mod passkey_input;

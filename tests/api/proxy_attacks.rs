@@ -80,6 +80,11 @@ const FORGED: &[&str] = &[
     "Remote-Email-Verified: true",
     "Remote_Email_Verified: true",
     "remote-email_verified: true",
+    "Remote-Org: 0190a000-0000-7000-8000-000000000000",
+    "Remote_Org: 0190a000-0000-7000-8000-000000000000",
+    "Remote-Org-Roles: owner",
+    "Remote_Org_Roles: owner",
+    "remote-org_roles: owner",
 ];
 
 /// The caller's own headers that some frameworks read as the request's path, method or host
