@@ -54,8 +54,8 @@ enum Decisions {
 ///
 /// 200 with `Remote-User` (user id), `Remote-Email`, `Remote-Email-Verified` (`true` or
 /// `false`), `Remote-Name`, `Remote-Groups` (current roles, comma-separated) and
-/// `Remote-Session`, and with an active organisation `Remote-Org` (its id) and `Remote-Org-Roles`
-/// (the holder's roles in it now, comma-separated); 401 for no, a bad, an expired or a revoked token; 403 when an access rule
+/// `Remote-Session`, `Remote-Org` (the token's active organisation, empty without one) and
+/// `Remote-Org-Roles` (the holder's roles in it now, comma-separated); 401 for no, a bad, an expired or a revoked token; 403 when an access rule
 /// denies. No body. Any method.
 #[utoipa::path(method(get, post, put, patch, delete, head, options),
     path = "/api/v1/authz/forward-auth", tag = "authz",
@@ -218,10 +218,13 @@ fn allowed(who: &Identity) -> Response {
     headers.insert("remote-name", header_text(&who.full_name));
     headers.insert("remote-groups", header_text(&who.roles.join(",")));
     headers.insert("remote-session", header_text(&who.session_id.to_string()));
-    // Only with an active organisation (docs/api.md §13); the recipes clear what a client sent.
-    if let Some(org) = &who.org {
-        headers.insert("remote-org", header_text(&org.id.to_string()));
-        headers.insert("remote-org-roles", header_text(&org.roles.join(",")));
-    }
+    // The active organisation (docs/api.md §13): empty without one, as `Remote-Groups` is without
+    // roles, so that every proxy replaces (nginx: drops) what a client sent under these names.
+    let (org, org_roles) = match &who.org {
+        Some(org) => (org.id.to_string(), org.roles.join(",")),
+        None => (String::new(), String::new()),
+    };
+    headers.insert("remote-org", header_text(&org));
+    headers.insert("remote-org-roles", header_text(&org_roles));
     response
 }
