@@ -104,7 +104,7 @@ async fn a_removed_member_is_refused_on_every_instance(backend: Backend) {
             200
         );
         let seen = upstream.last().remote;
-        assert_eq!(seen["remote-org"], [org.clone()]);
+        assert_eq!(seen["remote-org"], vec![org.clone()]);
         assert_eq!(seen["remote-org-roles"], ["member".to_owned()]);
         assert_eq!(
             proxy
