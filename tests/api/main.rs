@@ -36,6 +36,7 @@ mod mail_delivery;
 mod mail_links;
 mod operations;
 mod orgs;
+mod orgs_admin;
 mod orgs_live;
 mod outage;
 mod pages;
