@@ -109,6 +109,12 @@ pub enum Conflict {
     OwnAccount(OwnAction),
     #[error("the account is disabled: enable it first")]
     AccountDisabled,
+    /// An organisation's slug is another's (docs/api.md §13).
+    #[error("this slug is in use by another organisation: choose another")]
+    SlugTaken,
+    /// A change that would leave an organisation without an owner.
+    #[error("an organisation needs an owner: make another member owner first")]
+    LastOwner,
 }
 
 /// What an admin may not do to their own account.

@@ -53,6 +53,8 @@ pub enum AdminRead {
     User,
     Sessions,
     Audit,
+    /// Organisations, one, or its members.
+    Orgs,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -173,6 +175,68 @@ pub enum AuditEvent {
     },
     /// A registration with an address in use (the address is not recorded).
     RegistrationRefused,
+    /// Something that happened in an organisation (its id is the event's `org_id`).
+    Org {
+        org: Uuid,
+        what: OrgEvent,
+    },
+}
+
+/// What happened in an organisation (docs/api.md §13). The subject member, where there is one,
+/// is the event's `user_id`; whoever did it, when not that member, its `actor_id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OrgEvent {
+    Created,
+    Updated,
+    Deleted {
+        by: Actor,
+    },
+    RolesChanged {
+        roles: Vec<String>,
+    },
+    MemberRemoved,
+    Left,
+    Invited {
+        invitation: Uuid,
+    },
+    InvitationDeleted {
+        invitation: Uuid,
+    },
+    /// An invitation accepted (`new_account`: by making the account).
+    Joined {
+        new_account: bool,
+    },
+    /// A session made the organisation its active one.
+    Switched,
+}
+
+impl OrgEvent {
+    fn name(&self) -> &'static str {
+        match self {
+            OrgEvent::Created => "org.created",
+            OrgEvent::Updated => "org.updated",
+            OrgEvent::Deleted { .. } => "org.deleted",
+            OrgEvent::RolesChanged { .. } => "org.roles_changed",
+            OrgEvent::MemberRemoved => "org.member_removed",
+            OrgEvent::Left => "org.left",
+            OrgEvent::Invited { .. } => "org.invited",
+            OrgEvent::InvitationDeleted { .. } => "org.invitation_deleted",
+            OrgEvent::Joined { .. } => "org.joined",
+            OrgEvent::Switched => "org.switched",
+        }
+    }
+
+    fn detail(&self) -> Option<String> {
+        Some(match self {
+            OrgEvent::Deleted { by } => format!("via={}", by.via()),
+            OrgEvent::RolesChanged { roles } => format!("roles={}", roles.join(",")),
+            OrgEvent::Invited { invitation } | OrgEvent::InvitationDeleted { invitation } => {
+                format!("invitation={invitation}")
+            }
+            OrgEvent::Joined { new_account: true } => "new_account".into(),
+            _ => return None,
+        })
+    }
 }
 
 impl AuditEvent {
@@ -223,6 +287,7 @@ impl AuditEvent {
             InvitationAccepted => "invitation.accepted",
             AccountDeleted { .. } => "user.deleted",
             RegistrationRefused => "registration.refused",
+            Org { what, .. } => what.name(),
         }
     }
 
@@ -267,6 +332,7 @@ impl AuditEvent {
                 self::AdminRead::User => "user",
                 self::AdminRead::Sessions => "sessions",
                 self::AdminRead::Audit => "audit",
+                self::AdminRead::Orgs => "orgs",
             }
             .into(),
             KeyRotated { kid } => format!("kid={kid} via=cli"),
@@ -303,6 +369,7 @@ impl AuditEvent {
             }
             PasswordResetRequested { by } if *by != Actor::Owner => format!("via={}", by.via()),
             RegistrationRefused => "email_taken".into(),
+            Org { what, .. } => return what.detail(),
             PasswordResetRequested { .. }
             | PasswordResetThrottled
             | EmailVerificationSent
@@ -410,6 +477,10 @@ impl Auditor {
                 user_agent: client.and_then(|c| c.user_agent.as_deref()),
                 detail: detail.as_deref(),
                 actor_id,
+                org_id: match &event {
+                    AuditEvent::Org { org, .. } => Some(*org),
+                    _ => None,
+                },
             })
             .await;
         if let Err(error) = recorded {

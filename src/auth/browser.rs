@@ -114,6 +114,9 @@ impl BrowserSessions {
             full_name: profile.full_name.clone(),
             roles: profile.roles.clone(),
             multi_factor: session.multi_factor,
+            // An active organisation is a token's (§13, `POST /auth/org`); a cookie names the
+            // session alone, so forward-auth sends an empty `Remote-Org` for it.
+            org: None,
         })
     }
 

@@ -21,6 +21,7 @@ use crate::crypto::Secrets;
 use crate::error::{Error, Result};
 use crate::mail::Mailer;
 use crate::metrics::Metrics;
+use crate::model::orgs::Membership;
 use crate::model::{
     AddressProof, ClientInfo, EndReason, Principal, RefreshRecord, TokenSet, User, UserSummary,
 };
@@ -132,13 +133,15 @@ impl Core {
         if !opened {
             return Ok(None);
         }
-        self.token_set(user, &amr, &refresh).map(Some)
+        self.token_set(user, &amr, None, &refresh).map(Some)
     }
 
+    /// The tokens of a session; `org`: its active organisation, with the person's roles in it.
     pub(super) fn token_set(
         &self,
         user: &User,
         amr: &[String],
+        org: Option<&Membership>,
         refresh: &RefreshRecord,
     ) -> Result<TokenSet> {
         Ok(TokenSet {
@@ -147,6 +150,7 @@ impl Core {
                 refresh.session_id,
                 amr,
                 &user.roles,
+                org,
                 self.clock.now_seconds(),
             )?,
             refresh_token: self.tokens.refresh(

@@ -1,5 +1,5 @@
 //! The accounts forward-auth and introspection describe (e-mail and whether it is verified, name,
-//! current roles), kept in
+//! current roles, organisations), kept in
 //! memory per instance so that those calls cost no database round trip, and forgotten as soon as
 //! they change anywhere: each instance polls the `users_updated_at` index (as `live` polls the
 //! revocations), so a role removed on one instance is gone from every other within
@@ -18,6 +18,7 @@ use super::live::{lock, read, write};
 use crate::clock::Clock;
 use crate::error::Result;
 use crate::model::User;
+use crate::model::orgs::Membership;
 use crate::store::Store;
 
 /// Changes read again on every poll: late commits, clocks of other instances slightly behind.
@@ -34,17 +35,26 @@ pub struct Profile {
     pub full_name: String,
     pub roles: Vec<String>,
     pub disabled: bool,
+    /// The organisations the account belongs to, with its roles in each (docs/api.md §13). A
+    /// membership change moves the account's `updated_at`, so it is forgotten like any other.
+    pub orgs: Vec<Membership>,
 }
 
-impl From<&User> for Profile {
-    fn from(u: &User) -> Self {
+impl Profile {
+    fn new(u: &User, orgs: Vec<Membership>) -> Self {
         Profile {
             email: u.email.clone(),
             email_verified: u.email_verified,
             full_name: u.full_name.clone(),
             roles: u.roles.clone(),
             disabled: u.disabled,
+            orgs,
         }
+    }
+
+    /// The account's roles in `org` now; `None` if it is not a member.
+    pub fn membership(&self, org: Uuid) -> Option<&Membership> {
+        self.orgs.iter().find(|m| m.org_id == org)
     }
 }
 
@@ -73,11 +83,15 @@ impl Directory {
         if let Some(known) = read(&self.known).get(&id) {
             return Ok(known.clone());
         }
-        let profile = self
-            .store
-            .user_by_id(id)
-            .await?
-            .map(|u| Arc::new(Profile::from(&u)));
+        let profile = match self.store.user_by_id(id).await? {
+            // Memberships read after the account: a change committed in between moved
+            // `updated_at`, so the next poll forgets this entry (see the module's note).
+            Some(u) => Some(Arc::new(Profile::new(
+                &u,
+                self.store.memberships_of(id).await?,
+            ))),
+            None => None,
+        };
         let mut known = write(&self.known);
         if known.len() >= CAPACITY {
             known.clear();

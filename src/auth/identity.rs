@@ -6,9 +6,21 @@
 use crate::auth::Core;
 use std::sync::Arc;
 
+use uuid::Uuid;
+
+use super::directory::Profile;
 use super::tokens::AccessClaims;
 use crate::error::{Error, Result};
+use crate::model::orgs::ActiveOrg;
 use crate::model::{Identity, is_multi_factor};
+
+/// The holder's membership of `org` now, as the token's active organisation.
+fn active_in(profile: &Profile, org: Uuid) -> Option<ActiveOrg> {
+    profile.membership(org).map(|m| ActiveOrg {
+        id: org,
+        roles: m.roles.clone(),
+    })
+}
 
 /// A live access token's claims with the account as it is now (RFC 7662's answer).
 #[derive(Debug)]
@@ -38,6 +50,10 @@ impl Guard {
             .await?
             .filter(|p| !p.disabled)
             .ok_or(Error::TokenInvalid)?;
+        let org = match verified.org {
+            None => None,
+            Some(org) => Some(active_in(&profile, org).ok_or(Error::TokenInvalid)?),
+        };
         self.core.live.used(verified.sid);
         Ok(Identity {
             user_id: verified.sub,
@@ -47,6 +63,7 @@ impl Guard {
             full_name: profile.full_name.clone(),
             roles: profile.roles.clone(),
             multi_factor: verified.multi_factor,
+            org,
         })
     }
 
@@ -70,6 +87,14 @@ impl Guard {
         else {
             return Ok(None);
         };
+        // A token naming an organisation its holder has left is no longer active (§13).
+        let org = match claims.org_id {
+            None => None,
+            Some(org) => match active_in(&profile, org) {
+                Some(active) => Some(active),
+                None => return Ok(None),
+            },
+        };
         let identity = Identity {
             user_id: claims.sub,
             session_id: claims.sid,
@@ -78,6 +103,7 @@ impl Guard {
             full_name: profile.full_name.clone(),
             roles: profile.roles.clone(),
             multi_factor: is_multi_factor(&claims.amr),
+            org,
         };
         Ok(Some(Introspection { claims, identity }))
     }

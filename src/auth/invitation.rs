@@ -10,6 +10,7 @@ use super::AMR_PASSWORD;
 use super::admin::Operator;
 use super::audit::{AuditEvent, Subject};
 use super::notices::{link_token_hash, new_link_token};
+use super::orgs::Orgs;
 use super::password::check_policy;
 use super::verification::{new_user_row, unverified_user};
 use crate::crypto::random_token;
@@ -23,6 +24,8 @@ use crate::store::mail_tokens::NewMailToken;
 #[derive(Clone)]
 pub struct Invitations {
     pub(super) core: Arc<Core>,
+    /// An organisation's invitation to an address without an account is accepted here too.
+    pub(super) orgs: Orgs,
 }
 
 impl Invitations {
@@ -72,14 +75,23 @@ impl Invitations {
         Ok(user)
     }
 
-    /// `POST /auth/invitations/accept`: the account's first password, and a session.
+    /// `POST /auth/invitations/accept`: the account's first password, and a session. An
+    /// organisation's invitation makes the account (named `full_name`) and the membership.
     pub async fn accept_invitation(
         &self,
         token: &str,
         password: SecretString,
+        full_name: Option<&str>,
         client: &ClientInfo,
     ) -> Result<TokenSet> {
         let hash = link_token_hash(token)?;
+        if let Some(tokens) = self
+            .orgs
+            .accept_new_account(token, password.clone(), full_name, client)
+            .await?
+        {
+            return Ok(tokens);
+        }
         self.core.live_link(&hash, "invite").await?;
         check_policy(password.expose_secret())?;
         let password_hash = self.core.hasher.hash(password).await?;

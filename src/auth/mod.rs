@@ -4,7 +4,7 @@
 //! `Addresses` (verification and address change), `TwoFactor` (enrolment), `Recovery`
 //! (forgotten password), `Invitations`, `Passkeys`, `Guard` (who holds a token, for guarded
 //! services), `BrowserSessions` (session cookies for guarded web applications), `Clients`
-//! (introspection clients), `Admin` and `Housekeeping`. What they share is
+//! (introspection clients), `Orgs` (organisations), `Admin` and `Housekeeping`. What they share is
 //! `Core`. They speak in domain terms (`model`); `http` turns them into calls and answers, `store`
 //! keeps their data.
 
@@ -20,6 +20,7 @@ use crate::store::Store;
 pub mod audit;
 pub mod directory;
 pub mod live;
+pub mod orgs;
 pub mod passkeys;
 pub mod password;
 pub mod throttle;
@@ -53,6 +54,7 @@ pub use housekeeping::Housekeeping;
 pub use identity::Guard;
 pub use invitation::Invitations;
 pub use login::Login;
+pub use orgs::Orgs;
 pub use passkeys::Passkeys;
 pub use recovery::Recovery;
 pub use sessions::Sessions;
@@ -101,6 +103,7 @@ pub struct AuthService {
     pub two_factor: TwoFactor,
     pub recovery: Recovery,
     pub invitations: Invitations,
+    pub orgs: Orgs,
     pub passkeys: Passkeys,
     pub guard: Guard,
     pub browser: BrowserSessions,
@@ -149,7 +152,11 @@ impl AuthService {
             core: core.clone(),
             addresses: addresses.clone(),
         };
-        let invitations = Invitations { core: core.clone() };
+        let orgs = Orgs { core: core.clone() };
+        let invitations = Invitations {
+            core: core.clone(),
+            orgs: orgs.clone(),
+        };
         let recovery = Recovery::new(core.clone(), rate_limit);
         let guard = Guard { core: core.clone() };
         AuthService {
@@ -160,6 +167,7 @@ impl AuthService {
                 recovery: recovery.clone(),
                 sessions: sessions.clone(),
                 guard: guard.clone(),
+                orgs: orgs.clone(),
             },
             passkeys: Passkeys {
                 core: core.clone(),
@@ -174,6 +182,7 @@ impl AuthService {
             accounts,
             addresses,
             invitations,
+            orgs,
             recovery,
             guard,
         }

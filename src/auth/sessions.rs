@@ -33,17 +33,25 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    /// The caller of a bearer call: a valid access token whose session is not revoked. No database
-    /// round trip: revocations are known in memory (`LiveSessions`).
-    pub fn authenticate(&self, access_token: &str) -> Result<Principal> {
+    /// The caller of a bearer call: a valid access token whose session is not revoked, and, for a
+    /// token naming an active organisation, whose holder is still its member. No database round
+    /// trip: revocations and memberships are known in memory (`LiveSessions`, `Directory`); a
+    /// token without an organisation does not even look the account up.
+    pub async fn authenticate(&self, access_token: &str) -> Result<Principal> {
         let claims = self.core.tokens.verify_access_cached(access_token)?;
         if self.core.live.is_revoked(claims.sid) {
             return Err(Error::TokenInvalid);
         }
+        let org = match claims.org {
+            None => None,
+            Some(org) => Some(self.core.active_org(claims.sub, org).await?),
+        };
         self.core.live.used(claims.sid);
         Ok(Principal {
             user_id: claims.sub,
             session_id: claims.sid,
+            multi_factor: claims.multi_factor,
+            org,
         })
     }
 
@@ -104,7 +112,12 @@ impl Sessions {
         // Every way in: a session opened before the requirement was turned on (or before the
         // address was changed back to an unverified one) is not renewed either.
         self.core.require_verified(&user)?;
-        Ok((self.core.token_set(&user, &session.amr, &refresh)?, outcome))
+        let org = self.core.kept_org(&session).await?;
+        Ok((
+            self.core
+                .token_set(&user, &session.amr, org.as_ref(), &refresh)?,
+            outcome,
+        ))
     }
 
     /// A refresh token that could not be rotated. If it was consumed within the grace window (a

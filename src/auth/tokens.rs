@@ -17,6 +17,7 @@ use crate::clock::Clock;
 use crate::crypto::{Secrets, b64url, sha256};
 use crate::error::{Error, Result};
 use crate::model::is_multi_factor;
+use crate::model::orgs::Membership;
 use crate::store::Store;
 use crate::store::keys::KeyRow;
 
@@ -47,6 +48,13 @@ pub struct AccessClaims {
     /// answer with the current roles. Tokens issued before roles existed have none.
     #[serde(default)]
     pub roles: Vec<String>,
+    /// The session's active organisation (docs/api.md §13); absent without one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub org_id: Option<Uuid>,
+    /// The holder's roles in `org_id` when the token was issued; absent without one. Forward-auth,
+    /// introspection and the rules read the roles of now.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub org_roles: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -255,6 +263,8 @@ pub struct Verified {
     pub exp: i64,
     /// Its `amr` holds a second factor.
     pub multi_factor: bool,
+    /// The active organisation it names, if any: its membership is checked on every use.
+    pub org: Option<Uuid>,
     /// The key set it was verified with: once the set changes (a key retired for good, or
     /// revoked), the token is verified again.
     generation: u64,
@@ -330,6 +340,7 @@ impl Tokens {
         session: Uuid,
         amr: &[String],
         roles: &[String],
+        org: Option<&Membership>,
         iat: i64,
     ) -> Result<String> {
         self.sign(
@@ -344,6 +355,8 @@ impl Tokens {
                 exp: iat + self.access_ttl,
                 amr: amr.to_vec(),
                 roles: roles.to_vec(),
+                org_id: org.map(|m| m.org_id),
+                org_roles: org.map(|m| m.roles.clone()).unwrap_or_default(),
             },
         )
     }
@@ -397,6 +410,7 @@ impl Tokens {
             sid: claims.sid,
             exp: claims.exp,
             multi_factor: is_multi_factor(&claims.amr),
+            org: claims.org_id,
             generation,
         };
         let mut cache = self.verified.write().unwrap_or_else(|e| e.into_inner());

@@ -153,6 +153,12 @@ impl Policy {
             Policy::Roles(roles) => roles
                 .iter()
                 .any(|r| who.roles.iter().any(|h| h == r.as_str())),
+            // Roles in the token's active organisation, as they are now (docs/api.md §13).
+            Policy::OrgRoles(roles) => who.org.as_ref().is_some_and(|org| {
+                roles
+                    .iter()
+                    .any(|r| org.roles.iter().any(|h| h == r.as_str()))
+            }),
         }
     }
 }
@@ -181,6 +187,7 @@ mod tests {
             full_name: "A".into(),
             roles: roles.iter().map(|r| r.to_string()).collect(),
             multi_factor,
+            org: None,
         }
     }
 

@@ -23,6 +23,9 @@ pub enum Policy {
     VerifiedEmail,
     /// A live session whose account has any of these roles now.
     Roles(Vec<Role>),
+    /// A live session whose token names an active organisation in which its holder has any of
+    /// these roles now (docs/api.md §13).
+    OrgRoles(Vec<Role>),
 }
 
 /// The original request, as the proxy described it.
@@ -68,6 +71,7 @@ struct RawRule {
     methods: Option<Vec<String>>,
     policy: String,
     roles: Option<Vec<String>>,
+    org_roles: Option<Vec<String>>,
 }
 
 impl AccessRules {
@@ -140,13 +144,27 @@ impl Rule {
             })
             .transpose()?;
         let roles = non_empty("roles", raw.roles)?;
+        let org_roles = non_empty("org_roles", raw.org_roles)?;
+        let parse = |roles: Vec<String>| -> Result<Vec<Role>, String> {
+            roles.iter().map(|r| Role::parse(r)).collect()
+        };
+        if raw.policy != "org_roles" && org_roles.is_some() {
+            return Err("org_roles are given only with policy = \"org_roles\"".into());
+        }
+        if raw.policy == "org_roles" {
+            let org_roles = org_roles.ok_or("policy \"org_roles\" needs a list of org_roles")?;
+            if roles.is_some() {
+                return Err("roles are given only with policy = \"roles\"".into());
+            }
+            return Ok(Rule {
+                hosts,
+                paths,
+                methods,
+                policy: Policy::OrgRoles(parse(org_roles)?),
+            });
+        }
         let policy = match (raw.policy.as_str(), roles) {
-            ("roles", Some(roles)) => Policy::Roles(
-                roles
-                    .iter()
-                    .map(|r| Role::parse(r))
-                    .collect::<Result<_, _>>()?,
-            ),
+            ("roles", Some(roles)) => Policy::Roles(parse(roles)?),
             ("roles", None) => return Err("policy \"roles\" needs a list of roles".into()),
             (_, Some(_)) => return Err("roles are given only with policy = \"roles\"".into()),
             ("deny", None) => Policy::Deny,
@@ -155,7 +173,7 @@ impl Rule {
             ("verified_email", None) => Policy::VerifiedEmail,
             (other, None) => {
                 return Err(format!(
-                    "unknown policy {other:?} (deny, authenticated, two_factor, verified_email or roles)"
+                    "unknown policy {other:?} (deny, authenticated, two_factor, verified_email, roles or org_roles)"
                 ));
             }
         };

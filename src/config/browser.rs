@@ -7,7 +7,6 @@ use super::SettingsArgs;
 use super::source::Source;
 use super::values::{Setting, SettingsError};
 
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BrowserSettings {
     /// `GATEHOUSE_COOKIE_NAME`.

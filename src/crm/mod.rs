@@ -1,4 +1,4 @@
-//! The CRM's contacts: a per-user collection with keyset paging and literal substring search.
+//! The CRM's contacts: a per-user (or, with an active organisation, per-organisation) collection with keyset paging and literal substring search.
 
 use std::sync::Arc;
 
@@ -8,6 +8,8 @@ use crate::clock::Clock;
 use crate::crypto::Secrets;
 use crate::error::{Error, Result, Validator};
 use crate::store::Store;
+
+pub use crate::model::orgs::Collection;
 
 mod contact;
 
@@ -52,7 +54,7 @@ impl Contacts {
         }
     }
 
-    pub async fn create(&self, owner: Uuid, input: ContactInput) -> Result<Contact> {
+    pub async fn create(&self, owner: Collection, input: ContactInput) -> Result<Contact> {
         let checked = contact::check(input, None)?;
         let now = self.clock.now_ms();
         let search_text = checked.search_text();
@@ -74,14 +76,19 @@ impl Contacts {
         Ok(contact)
     }
 
-    pub async fn get(&self, owner: Uuid, id: Uuid) -> Result<Contact> {
+    pub async fn get(&self, owner: Collection, id: Uuid) -> Result<Contact> {
         self.store.contact(owner, id).await?.ok_or(Error::NotFound)
     }
 
     /// Merges `input` over the stored contact and writes it if nobody changed the contact in
     /// between; if somebody did, merges again over their version, so concurrent changes of
     /// different fields all survive.
-    pub async fn update(&self, owner: Uuid, id: Uuid, input: ContactInput) -> Result<Contact> {
+    pub async fn update(
+        &self,
+        owner: Collection,
+        id: Uuid,
+        input: ContactInput,
+    ) -> Result<Contact> {
         for _ in 0..UPDATE_ATTEMPTS {
             let current = self.get(owner, id).await?;
             let checked = contact::check(input.clone(), Some(&current))?;
@@ -105,7 +112,7 @@ impl Contacts {
         )))
     }
 
-    pub async fn delete(&self, owner: Uuid, id: Uuid) -> Result<()> {
+    pub async fn delete(&self, owner: Collection, id: Uuid) -> Result<()> {
         if self.store.delete_contact(owner, id).await? {
             Ok(())
         } else {
@@ -113,7 +120,7 @@ impl Contacts {
         }
     }
 
-    pub async fn list(&self, owner: Uuid, query: ListQuery) -> Result<Page> {
+    pub async fn list(&self, owner: Collection, query: ListQuery) -> Result<Page> {
         let mut v = Validator::new();
         let before = match query.cursor.as_deref().filter(|c| !c.is_empty()) {
             None => Some(None),
@@ -152,12 +159,15 @@ impl Contacts {
 
     /// The id of the last contact of a page, with a keyed tag binding it to its owner, so a cursor
     /// the service did not issue (or issued to someone else) is refused.
-    fn cursor(&self, owner: Uuid, last: Uuid) -> String {
-        self.secrets.cursor(&[owner.as_bytes()], last.as_bytes())
+    fn cursor(&self, owner: Collection, last: Uuid) -> String {
+        self.secrets
+            .cursor(&[owner.owner().as_bytes()], last.as_bytes())
     }
 
-    fn open_cursor(&self, owner: Uuid, cursor: &str) -> Result<Uuid, String> {
-        let key = self.secrets.open_cursor(&[owner.as_bytes()], cursor)?;
+    fn open_cursor(&self, owner: Collection, cursor: &str) -> Result<Uuid, String> {
+        let key = self
+            .secrets
+            .open_cursor(&[owner.owner().as_bytes()], cursor)?;
         Uuid::from_slice(&key).map_err(|_| "is not a cursor this service issued".to_owned())
     }
 }

@@ -59,10 +59,12 @@ enum Decisions {
 ///
 /// 200 with `Remote-User` (user id), `Remote-Email`, `Remote-Email-Verified` (`true` or
 /// `false`), `Remote-Name`, `Remote-Groups` (current roles, comma-separated) and
-/// `Remote-Session`; 401 for no, a bad, an expired or a revoked token or session cookie; 403 when
-/// an access rule denies. A browser's navigation (GET or HEAD preferring `text/html`) without a
-/// valid token or cookie, or whose cookie session lacks the second factor a `two_factor` rule
-/// asks for, gets 302 to `/sign-in?return_to=<the original URL>`. No body. Any method.
+/// `Remote-Session`, `Remote-Org` (the token's active organisation, empty without one) and
+/// `Remote-Org-Roles` (the holder's roles in it now, comma-separated); 401 for no, a bad, an
+/// expired or a revoked token or session cookie; 403 when an access rule denies. A browser's
+/// navigation (GET or HEAD preferring `text/html`) without a valid token or cookie, or whose
+/// cookie session lacks the second factor a `two_factor` rule asks for, gets 302 to
+/// `/sign-in?return_to=<the original URL>`. No body. Any method.
 #[utoipa::path(method(get, post, put, patch, delete, head, options),
     path = "/api/v1/authz/forward-auth", tag = "authz",
     security((), ("bearer" = []), ("session_cookie" = [])),
@@ -312,5 +314,13 @@ fn allowed(who: &Identity) -> Response {
     headers.insert("remote-name", header_text(&who.full_name));
     headers.insert("remote-groups", header_text(&who.roles.join(",")));
     headers.insert("remote-session", header_text(&who.session_id.to_string()));
+    // The active organisation (docs/api.md §13): empty without one, as `Remote-Groups` is without
+    // roles, so that every proxy replaces (nginx: drops) what a client sent under these names.
+    let (org, org_roles) = match &who.org {
+        Some(org) => (org.id.to_string(), org.roles.join(",")),
+        None => (String::new(), String::new()),
+    };
+    headers.insert("remote-org", header_text(&org));
+    headers.insert("remote-org-roles", header_text(&org_roles));
     response
 }

@@ -80,7 +80,7 @@ async fn list(
         cursor: query.cursor,
         q: query.q,
     };
-    let page = state.contacts.list(who.user_id, listing).await?;
+    let page = state.contacts.list(who.collection(), listing).await?;
     Ok(ok(PageView {
         items: page.items.into_iter().map(ContactView::from).collect(),
         next_cursor: page.next_cursor,
@@ -221,7 +221,7 @@ async fn create(
     AuthUser(who): AuthUser,
     AppJson(body): AppJson<NewContact>,
 ) -> Result<(StatusCode, Answer<ContactView>)> {
-    let contact = state.contacts.create(who.user_id, body.into()).await?;
+    let contact = state.contacts.create(who.collection(), body.into()).await?;
     Ok((StatusCode::CREATED, ok(contact.into())))
 }
 
@@ -236,7 +236,7 @@ async fn read(
     AuthUser(who): AuthUser,
     PathId(id): PathId,
 ) -> Result<Answer<ContactView>> {
-    Ok(ok(state.contacts.get(who.user_id, id).await?.into()))
+    Ok(ok(state.contacts.get(who.collection(), id).await?.into()))
 }
 
 error_responses!(UpdateErrors:
@@ -257,7 +257,10 @@ async fn update(
     PathId(id): PathId,
     AppJson(body): AppJson<ContactBody>,
 ) -> Result<Answer<ContactView>> {
-    let contact = state.contacts.update(who.user_id, id, body.into()).await?;
+    let contact = state
+        .contacts
+        .update(who.collection(), id, body.into())
+        .await?;
     Ok(ok(contact.into()))
 }
 
@@ -270,6 +273,6 @@ async fn remove(
     AuthUser(who): AuthUser,
     PathId(id): PathId,
 ) -> Result<Answer<Deleted>> {
-    state.contacts.delete(who.user_id, id).await?;
+    state.contacts.delete(who.collection(), id).await?;
     Ok(ok(Deleted { id }))
 }

@@ -35,7 +35,8 @@ pub const BEARER: &str = "bearer";
     tags(
         (name = "auth", description = "Login, second factor, tokens, sessions and the caller's account"),
         (name = "passkeys", description = "Passkeys (WebAuthn): adding and managing them, and signing in with one"),
-        (name = "crm", description = "The caller's contacts"),
+        (name = "crm", description = "The caller's contacts (their active organisation's, with one)"),
+        (name = "orgs", description = "Organisations: members with roles, invitations by mail"),
         (name = "admin", description = "Accounts and the audit trail, for admins (the `admin` role) signed in with a second factor"),
         (name = "authz", description = "Forward-auth for reverse proxies guarding other services (no envelope: status and Remote-* headers)"),
         (name = "oauth", description = "RFC 7662 introspection for registered clients and RFC 8414 metadata (OAuth's JSON, no envelope)"),

@@ -185,7 +185,7 @@ impl FromRequestParts<AppState> for AuthUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
         let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
-        state.auth.sessions.authenticate(token).map(AuthUser)
+        state.auth.sessions.authenticate(token).await.map(AuthUser)
     }
 }
 
@@ -217,6 +217,22 @@ impl<S: Send + Sync> FromRequestParts<S> for PathId {
         uuid::Uuid::parse_str(&raw)
             .map(PathId)
             .map_err(|_| Error::NotFound)
+    }
+}
+
+/// The two ids of a nested resource path (`/orgs/{id}/members/{userId}`): 404 unless both are
+/// UUIDs, like `PathId`.
+pub struct PathIds(pub uuid::Uuid, pub uuid::Uuid);
+
+impl<S: Send + Sync> FromRequestParts<S> for PathIds {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Error> {
+        let Path((a, b)) = Path::<(String, String)>::from_request_parts(parts, state)
+            .await
+            .map_err(|_| Error::NotFound)?;
+        let parse = |raw: &str| uuid::Uuid::parse_str(raw).map_err(|_| Error::NotFound);
+        Ok(PathIds(parse(&a)?, parse(&b)?))
     }
 }
 

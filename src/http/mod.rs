@@ -35,6 +35,7 @@ mod meta;
 mod metrics;
 mod navigation;
 mod oauth;
+mod orgs;
 mod pages;
 
 pub use metrics::metrics_router;
@@ -119,6 +120,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
     OpenApiRouter::with_openapi(docs::ApiDoc::openapi())
         .nest("/api/v1/auth", auth::router())
         .nest("/api/v1/crm", crm::router())
+        .nest("/api/v1/orgs", orgs::router())
         .nest("/api/v1/admin", admin::router())
         .merge(authz::router())
         .merge(oauth::router())

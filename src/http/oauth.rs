@@ -46,6 +46,13 @@ struct IntrospectionAnswer {
     /// The account's roles now (not as issued).
     #[serde(skip_serializing_if = "Option::is_none")]
     roles: Option<Vec<String>>,
+    /// The token's active organisation (docs/api.md §13); absent without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(format = Uuid)]
+    org_id: Option<String>,
+    /// The holder's roles in `org_id` now (not as issued); absent without an organisation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    org_roles: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(format = Uuid)]
     sid: Option<String>,
@@ -135,6 +142,8 @@ async fn introspect(
             email_verified: Some(live.identity.email_verified),
             name: Some(live.identity.full_name),
             roles: Some(live.identity.roles),
+            org_id: live.identity.org.as_ref().map(|o| o.id.to_string()),
+            org_roles: live.identity.org.map(|o| o.roles),
             sid: Some(live.claims.sid.to_string()),
             amr: Some(live.claims.amr),
             iss: Some(live.claims.iss),

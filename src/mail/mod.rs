@@ -29,6 +29,8 @@ use templates::Templates;
 pub const RESET_PAGE: &str = "/reset-password";
 pub const VERIFY_PAGE: &str = "/verify-email";
 pub const INVITATION_PAGE: &str = "/accept-invitation";
+/// How long an organisation's invitation lives (docs/api.md §13).
+pub const ORG_INVITATION_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A security notice: something changed on the account, and its owner should know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -143,6 +145,11 @@ pub enum Letter<'a> {
     Invitation {
         token: &'a str,
     },
+    /// An invitation to join an organisation (docs/api.md §13), valid 7 days.
+    OrgInvitation {
+        token: &'a str,
+        org: &'a str,
+    },
     Notice(Notice),
     /// A notice of a change that proved the address (a reset, a verification), naming the
     /// sign-in methods it removed, or the passkeys that remain.
@@ -160,6 +167,7 @@ impl Letter<'_> {
             Letter::Verify { .. } => "verify",
             Letter::EmailChange { .. } => "email_change",
             Letter::Invitation { .. } => "invitation",
+            Letter::OrgInvitation { .. } => "org_invitation",
             Letter::Notice(_) | Letter::Proof { .. } => "notice",
         }
     }
@@ -245,6 +253,9 @@ impl Mailer {
                 Some(self.link(INVITATION_PAGE, token)),
                 self.lifetimes.invite,
             ),
+            Letter::OrgInvitation { token, .. } => {
+                (Some(self.link(INVITATION_PAGE, token)), ORG_INVITATION_TTL)
+            }
             Letter::Notice(_) | Letter::Proof { .. } => (None, Duration::ZERO),
         };
         let (notice, proof) = match letter {
@@ -276,12 +287,17 @@ impl Mailer {
             message => notice.map(Notice::message),
             removed => removed,
             remaining_passkeys => remaining,
+            org_name => match letter {
+                Letter::OrgInvitation { org, .. } => Some(org),
+                _ => None,
+            },
         };
         let template = match letter {
             Letter::Reset { .. } => "reset",
             Letter::Verify { .. } => "verify",
             Letter::EmailChange { .. } => "email_change",
             Letter::Invitation { .. } => "invite",
+            Letter::OrgInvitation { .. } => "org_invite",
             Letter::Notice(_) | Letter::Proof { .. } => "notice",
         };
         let rendered = self.templates.render(template, &context)?;

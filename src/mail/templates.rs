@@ -43,6 +43,18 @@ const EMBEDDED: &[(&str, &str)] = &[
     ("invite.txt", include_str!("../../assets/mail/invite.txt")),
     ("invite.html", include_str!("../../assets/mail/invite.html")),
     (
+        "org_invite.subject.txt",
+        include_str!("../../assets/mail/org_invite.subject.txt"),
+    ),
+    (
+        "org_invite.txt",
+        include_str!("../../assets/mail/org_invite.txt"),
+    ),
+    (
+        "org_invite.html",
+        include_str!("../../assets/mail/org_invite.html"),
+    ),
+    (
         "notice.subject.txt",
         include_str!("../../assets/mail/notice.subject.txt"),
     ),

@@ -5,6 +5,7 @@
 pub mod clients;
 pub mod contacts;
 pub mod mail;
+pub mod orgs;
 pub mod passkeys;
 pub mod sessions;
 pub mod users;

@@ -18,6 +18,8 @@ pub struct Session {
     pub created_at: i64,
     pub last_used_at: i64,
     pub revoked_at: Option<i64>,
+    /// The active organisation (docs/api.md §13), kept by refresh while the person is a member.
+    pub org_id: Option<Uuid>,
 }
 
 /// The session of a browser cookie (docs/api.md §6b), with what decides whether it counts.
@@ -74,6 +76,8 @@ pub struct Identity {
     pub roles: Vec<String>,
     /// The session's login had a second factor.
     pub multi_factor: bool,
+    /// The token's active organisation, with the holder's roles in it now.
+    pub org: Option<super::orgs::ActiveOrg>,
 }
 
 /// The caller of a bearer call, from a verified access token of a live session.
@@ -81,6 +85,20 @@ pub struct Identity {
 pub struct Principal {
     pub user_id: Uuid,
     pub session_id: Uuid,
+    /// The session's login had a second factor.
+    pub multi_factor: bool,
+    /// The token's active organisation, its membership checked live (`Guard::active_org`).
+    pub org: Option<super::orgs::ActiveOrg>,
+}
+
+impl Principal {
+    /// Whose contacts the caller works with: their active organisation's, else their own.
+    pub fn collection(&self) -> super::orgs::Collection {
+        match &self.org {
+            Some(org) => super::orgs::Collection::Org(org.id),
+            None => super::orgs::Collection::Personal(self.user_id),
+        }
+    }
 }
 
 /// What a completed login or a refresh hands out.

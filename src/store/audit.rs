@@ -15,6 +15,8 @@ pub struct NewEvent<'a> {
     pub detail: Option<&'a str>,
     /// The admin whose call it was, when that is not the user.
     pub actor_id: Option<Uuid>,
+    /// The organisation the event concerns (docs/api.md §13).
+    pub org_id: Option<Uuid>,
 }
 
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -29,6 +31,7 @@ pub struct EventRow {
     pub user_agent: Option<String>,
     pub detail: Option<String>,
     pub actor_id: Option<Uuid>,
+    pub org_id: Option<Uuid>,
 }
 
 /// Which events to read: `gatehouse audit` and `GET /admin/audit` both ask with this.
@@ -40,6 +43,8 @@ pub struct EventQuery {
     pub user_id: Option<Uuid>,
     /// Of this name (`login.failed`).
     pub event: Option<String>,
+    /// Concerning this organisation.
+    pub org_id: Option<Uuid>,
     /// Newest first, strictly before this (at, id): the keyset cursor of the previous page.
     /// Without it (and without `newest_first`), oldest first.
     pub before: Option<(i64, Uuid)>,
@@ -50,7 +55,7 @@ pub struct EventQuery {
 impl Store {
     pub async fn insert_event(&self, e: &NewEvent<'_>) -> Result<()> {
         let sql = "INSERT INTO audit_events (id, at, event, user_id, session_id, ip, user_agent, \
-                   detail, actor_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+                   detail, actor_id, org_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(Uuid::now_v7())
             .bind(e.at)
@@ -61,6 +66,7 @@ impl Store {
             .bind(e.user_agent)
             .bind(e.detail)
             .bind(e.actor_id)
+            .bind(e.org_id)
             .execute(pool)
             .await
             .map(|_| ()))
@@ -71,7 +77,7 @@ impl Store {
     /// page never repeats or skips an event however many are written meanwhile.
     pub async fn events(&self, q: &EventQuery) -> Result<Vec<EventRow>> {
         let mut sql = "SELECT a.id, a.at, a.event, a.user_id, u.email, a.session_id, a.ip, \
-                       a.user_agent, a.detail, a.actor_id \
+                       a.user_agent, a.detail, a.actor_id, a.org_id \
                        FROM audit_events a LEFT JOIN users u ON u.id = a.user_id WHERE TRUE"
             .to_owned();
         let mut n = 0;
@@ -87,6 +93,9 @@ impl Store {
         }
         if q.event.is_some() {
             sql.push_str(&format!(" AND a.event = {}", param()));
+        }
+        if q.org_id.is_some() {
+            sql.push_str(&format!(" AND a.org_id = {}", param()));
         }
         if q.before.is_some() {
             let (at, same_at, id) = (param(), param(), param());
@@ -112,6 +121,9 @@ impl Store {
             }
             if let Some(event) = &q.event {
                 query = query.bind(event);
+            }
+            if let Some(org_id) = q.org_id {
+                query = query.bind(org_id);
             }
             if let Some((at, id)) = q.before {
                 query = query.bind(at).bind(at).bind(id);

@@ -22,6 +22,8 @@ pub mod cookies;
 mod credentials;
 pub mod keys;
 pub mod mail_tokens;
+pub mod org_invitations;
+pub mod orgs;
 pub mod outbox;
 pub mod passkeys;
 #[cfg(test)]

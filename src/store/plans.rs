@@ -10,8 +10,9 @@ use sqlx::{Connection as _, Executor as _, Row as _};
 use super::admin::{USERS_PAGE, USERS_PAGE_AFTER, USERS_SEARCH, USERS_SEARCH_AFTER};
 use super::challenges::{CHALLENGE_USER, COMPLETE_CHALLENGE, TAKE_CHALLENGE_ATTEMPT};
 use super::contacts::{
-    LIST_CONTACTS, LIST_CONTACTS_AFTER, LIST_CONTACTS_SEARCH, LIST_CONTACTS_SEARCH_AFTER,
+    LIST_CONTACTS, LIST_CONTACTS_AFTER, LIST_CONTACTS_SEARCH, LIST_CONTACTS_SEARCH_AFTER, ORG_LISTS,
 };
+use super::orgs::MEMBERSHIPS_OF;
 use super::purge::{
     PURGE_CONSUMED_REFRESH_TOKENS, PURGE_EXPIRED_CHALLENGES, PURGE_EXPIRED_MAIL_TOKENS,
     PURGE_IDLE_THROTTLES, PURGE_LAPSED_SESSIONS, PURGE_OLD_AUDIT_EVENTS, PURGE_REVOKED_SESSIONS,
@@ -119,6 +120,24 @@ fn cases() -> Vec<Case> {
             LIST_CONTACTS_SEARCH_AFTER,
             "uuid, uuid, text, bigint",
             "'0190a000-0000-7000-8000-000000000000', 'ffffffff-ffff-7fff-bfff-ffffffffffff', '%acme%', 21",
+        ),
+        case(
+            "organisation contacts: first page",
+            ORG_LISTS[0],
+            "uuid, bigint",
+            "'0190a000-0000-7000-8000-000000000000', 21",
+        ),
+        case(
+            "organisation contacts: page after a cursor",
+            ORG_LISTS[1],
+            "uuid, uuid, bigint",
+            "'0190a000-0000-7000-8000-000000000000', 'ffffffff-ffff-7fff-bfff-ffffffffffff', 21",
+        ),
+        case(
+            "memberships of an account (forward-auth's directory)",
+            MEMBERSHIPS_OF,
+            "uuid",
+            UUID,
         ),
         case("revocation poll", REVOKED_SINCE, "bigint", "4990"),
         case(
@@ -265,6 +284,14 @@ FROM users;
 INSERT INTO passkeys (id, user_id, credential_id, name, credential, sign_count, backup_eligible,
                       backup_state, created_at)
 SELECT {id}, id, {bytes}, 'k', '{}', 0, FALSE, FALSE, created_at FROM users WHERE created_at % 3 = 0;
+INSERT INTO orgs (id, name, slug, created_at)
+SELECT {id}, 'O', 'o' || created_at, created_at FROM users WHERE created_at % 10 = 0;
+INSERT INTO org_members (org_id, user_id, roles, joined_at)
+SELECT o.id, u.id, 'member', u.created_at FROM users u JOIN orgs o ON o.created_at = u.created_at - u.created_at % 10 + 10;
+WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20)
+INSERT INTO org_contacts (id, owner_id, full_name, search_text, created_at, updated_at)
+SELECT {id}, o.id, 'C', 'c' || n.i, o.created_at, o.created_at
+FROM orgs o JOIN n ON o.created_at <= 2500;
 ANALYZE;
 ";
 

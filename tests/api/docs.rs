@@ -73,6 +73,28 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("post", "/api/v1/admin/users/{id}/password-reset", true),
     ("post", "/api/v1/admin/users/{id}/reset-2fa", true),
     ("get", "/api/v1/admin/audit", true),
+    // §13
+    ("post", "/api/v1/orgs", true),
+    ("get", "/api/v1/orgs", true),
+    ("get", "/api/v1/orgs/{id}", true),
+    ("patch", "/api/v1/orgs/{id}", true),
+    ("delete", "/api/v1/orgs/{id}", true),
+    ("get", "/api/v1/orgs/{id}/members", true),
+    ("patch", "/api/v1/orgs/{id}/members/{userId}", true),
+    ("delete", "/api/v1/orgs/{id}/members/{userId}", true),
+    ("post", "/api/v1/orgs/{id}/invitations", true),
+    ("get", "/api/v1/orgs/{id}/invitations", true),
+    (
+        "delete",
+        "/api/v1/orgs/{id}/invitations/{invitationId}",
+        true,
+    ),
+    ("post", "/api/v1/orgs/invitations/accept", true),
+    ("post", "/api/v1/auth/org", true),
+    ("get", "/api/v1/admin/orgs", true),
+    ("get", "/api/v1/admin/orgs/{id}", true),
+    ("delete", "/api/v1/admin/orgs/{id}", true),
+    ("get", "/api/v1/admin/orgs/{id}/members", true),
 ];
 
 /// Forward-auth (docs/api.md §6): any method a proxy may use, a bearer token, no envelope.

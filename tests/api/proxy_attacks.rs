@@ -80,6 +80,11 @@ const FORGED: &[&str] = &[
     "Remote-Email-Verified: true",
     "Remote_Email_Verified: true",
     "remote-email_verified: true",
+    "Remote-Org: 0190a000-0000-7000-8000-000000000000",
+    "Remote_Org: 0190a000-0000-7000-8000-000000000000",
+    "Remote-Org-Roles: owner",
+    "Remote_Org_Roles: owner",
+    "remote-org_roles: owner",
 ];
 
 /// The caller's own headers that some frameworks read as the request's path, method or host
@@ -170,8 +175,14 @@ async fn passes_on_only_what_gatehouse_judged(kind: Kind, backend: Backend) {
             "{what}"
         );
         let mut remote = upstream.last().remote;
-        let groups = remote.remove("remote-groups").unwrap_or_default();
-        assert!(groups.iter().all(String::is_empty), "{what}: {groups:?}");
+        // Empty (or, with nginx, dropped): no roles, no active organisation.
+        for empty in ["remote-groups", "remote-org", "remote-org-roles"] {
+            let values = remote.remove(empty).unwrap_or_default();
+            assert!(
+                values.iter().all(String::is_empty),
+                "{what}: {empty} {values:?}"
+            );
+        }
         let expected = [
             ("remote-email", "ann@example.com"),
             ("remote-email-verified", "true"),

@@ -30,6 +30,8 @@ pub struct UserFilter {
 #[derive(Debug, Default)]
 pub struct AuditFilter {
     pub user: Option<Uuid>,
+    /// Only the events of this organisation (docs/api.md §13).
+    pub org: Option<Uuid>,
     pub event: Option<String>,
     /// At or after (ms).
     pub since: Option<i64>,
@@ -134,6 +136,7 @@ impl Admin {
             .events(&EventQuery {
                 since: filter.since,
                 user_id: filter.user,
+                org_id: filter.org,
                 event,
                 before,
                 newest_first: true,

@@ -3,7 +3,7 @@
 //! whoever calls it; `listing` reads accounts and the audit trail a page at a time; this file
 //! decides who may call the API and writes the trail of what they did.
 
-use crate::auth::{Accounts, Core, Guard, Invitations, Recovery, Sessions};
+use crate::auth::{Accounts, Core, Guard, Invitations, Orgs, Recovery, Sessions};
 use std::sync::Arc;
 
 use uuid::Uuid;
@@ -14,6 +14,7 @@ use crate::model::{ClientInfo, Principal};
 
 pub mod actions;
 mod listing;
+mod orgs;
 
 pub use listing::{AuditFilter, UserFilter};
 
@@ -65,6 +66,8 @@ pub struct Admin {
     pub(in crate::auth) sessions: Sessions,
     /// The admin gate judges a token as forward-auth does.
     pub(in crate::auth) guard: Guard,
+    /// Organisations, read and deleted as their owners would.
+    pub(in crate::auth) orgs: Orgs,
 }
 
 impl Admin {
@@ -84,6 +87,8 @@ impl Admin {
         Ok(Principal {
             user_id: identity.user_id,
             session_id: identity.session_id,
+            multi_factor: identity.multi_factor,
+            org: identity.org,
         })
     }
 }

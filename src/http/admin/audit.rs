@@ -25,6 +25,9 @@ struct AuditQuery {
     /// Only the events of this account (for an admin's act: its target).
     #[param(value_type = Option<Uuid>)]
     user: Option<String>,
+    /// Only the events of this organisation (docs/api.md §13).
+    #[param(value_type = Option<Uuid>)]
+    org: Option<String>,
     /// Only events of this name, e.g. `login.failed` (README, "Audit trail").
     #[serde(rename = "type")]
     #[param(
@@ -80,13 +83,23 @@ async fn audit(
                 .map_err(|_| "must be an account id".to_owned()),
         ),
     };
+    let org = match query.org.as_deref().filter(|o| !o.is_empty()) {
+        None => Some(None),
+        Some(o) => v.check(
+            "org",
+            Uuid::parse_str(o)
+                .map(Some)
+                .map_err(|_| "must be an organisation id".to_owned()),
+        ),
+    };
     let since = match query.since.as_deref().filter(|s| !s.is_empty()) {
         None => Some(None),
         Some(s) => v.check("since", parse_time(s).map(Some)),
     };
-    let (limit, (user, since)) = v.finish(limit.zip(user.zip(since)))?;
+    let (limit, ((user, org), since)) = v.finish(limit.zip(user.zip(org).zip(since)))?;
     let filter = AuditFilter {
         user,
+        org,
         event: query.kind,
         since,
         cursor: query.cursor,

@@ -14,6 +14,7 @@ use crate::error::{Error, Result, Validator};
 use crate::model::{ClientInfo, Principal};
 
 mod audit;
+mod orgs;
 mod users;
 mod views;
 
@@ -25,6 +26,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(users::router())
         .merge(audit::router())
+        .merge(orgs::router())
 }
 
 /// The caller of an administration call: an admin whose session has a second factor

@@ -78,6 +78,9 @@ pub struct EventView {
     pub user_agent: Option<String>,
     #[schema(example = "via=admin sessions_ended=2")]
     pub detail: Option<String>,
+    /// The organisation it concerns (docs/api.md §13); absent for other events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub org_id: Option<Uuid>,
 }
 
 impl From<EventRow> for EventView {
@@ -87,6 +90,7 @@ impl From<EventRow> for EventView {
             at: rfc3339(e.at),
             event: e.event,
             user_id: e.user_id,
+            org_id: e.org_id,
             email: e.email,
             actor_id: e.actor_id,
             session_id: e.session_id,

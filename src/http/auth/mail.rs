@@ -236,16 +236,26 @@ struct AcceptRequest {
     /// 8 to 256 characters, not a common breached password.
     #[schema(required = true, min_length = 8, max_length = 256)]
     password: String,
+    /// The new account's name, for an organisation's invitation (docs/api.md §13); the
+    /// address's local part when left out. An operator's invitation has its name already.
+    #[schema(max_length = 200)]
+    full_name: Option<String>,
 }
 
 error_responses!(AcceptErrors:
     body_errors(),
-    [Error::LinkInvalid, Error::WeakPassword(PasswordProblem::Common), Error::AccountDisabled],
+    [Error::LinkInvalid, Error::WeakPassword(PasswordProblem::Common), Error::AccountDisabled,
+     Error::EmailTaken],
     server_errors(),
     [Error::Overloaded { retry_after: 1 }],
 );
 
 /// Accept an invitation: choose the account's password, and get its first token set.
+///
+/// An operator's invitation (§7) sets the password of the account made for you. An organisation's
+/// invitation (§13) to an address without an account makes the account (named `fullName`) and
+/// its membership; for an address that has an account, `EMAIL_TAKEN`: sign in and accept with
+/// `POST /api/v1/orgs/invitations/accept`.
 #[utoipa::path(post, path = "/invitations/accept", tag = "auth", request_body = AcceptRequest,
     responses((status = 200, description = "The token set", body = Envelope<TokenSetView>), AcceptErrors))]
 async fn accept_invitation(
@@ -260,7 +270,12 @@ async fn accept_invitation(
     let tokens = state
         .auth
         .invitations
-        .accept_invitation(&token, SecretString::from(password), &client)
+        .accept_invitation(
+            &token,
+            SecretString::from(password),
+            body.full_name.as_deref(),
+            &client,
+        )
         .await?;
     Ok(ok(tokens.into()))
 }

@@ -6,12 +6,14 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::views::{Deleted, SessionView};
+use uuid::Uuid;
+
+use super::views::{Deleted, SessionView, TokenSetView};
 use crate::auth::LogoutScope;
 use crate::error::{Error, Result};
 use crate::http::cookies::clear_cookie;
 use crate::http::docs::{bearer_errors, body_errors, error_responses, server_errors};
-use crate::http::extract::{AuthUser, Client, MaybeJson, PathId};
+use crate::http::extract::{AppJson, AuthUser, Client, MaybeJson, PathId};
 use crate::http::{Answer, AppState, Envelope, ok};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -21,6 +23,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(logout))
         .routes(routes!(sessions))
         .routes(routes!(delete_session))
+        .routes(routes!(switch_org))
 }
 
 error_responses!(BearerErrors: bearer_errors(), server_errors());
@@ -118,4 +121,43 @@ async fn delete_session(
         .delete_session(&who, id, &client)
         .await?;
     Ok(ok(Deleted { id }))
+}
+
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct OrgChoice {
+    /// The organisation to work in; `null` (or left out) for none.
+    #[schema(value_type = Option<Uuid>)]
+    org_id: Option<String>,
+}
+
+error_responses!(SwitchErrors:
+    body_errors(),
+    bearer_errors(),
+    [Error::NotFound, Error::TwoFactorRequired],
+    server_errors(),
+);
+
+/// Choose the session's active organisation (docs/api.md §13), or leave it with `null`.
+///
+/// Answers a token set for the same session: its access token carries `org_id` and `org_roles`,
+/// and the session's refresh token is rotated as a refresh does (the one held so far is used up).
+/// Refresh keeps the organisation while the caller is its member. Not a member: 404; an
+/// organisation requiring two-factor and a session signed in without one: 403.
+#[utoipa::path(post, path = "/org", tag = "auth", request_body = OrgChoice, security(("bearer" = [])),
+    responses((status = 200, description = "The token set", body = Envelope<TokenSetView>), SwitchErrors))]
+async fn switch_org(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    Client(client): Client,
+    AppJson(body): AppJson<OrgChoice>,
+) -> Result<Answer<TokenSetView>> {
+    let org = match body.org_id.as_deref() {
+        None => None,
+        Some(id) => Some(
+            Uuid::parse_str(id).map_err(|_| Error::field("orgId", "must be an organisation id"))?,
+        ),
+    };
+    let tokens = state.auth.orgs.switch(&who, org, &client).await?;
+    Ok(ok(tokens.into()))
 }
