@@ -269,27 +269,40 @@ where
     })
 }
 
-/// Completes on SIGINT or SIGTERM.
-pub async fn shutdown_signal() {
-    let interrupt = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
+/// A future that completes on SIGINT or SIGTERM. The handlers are installed when this is called,
+/// not when the future is first polled: `serve` calls it before it binds and says it is listening,
+/// so a SIGTERM sent as soon as the log says so is a graceful shutdown, never the default action's
+/// abrupt end.
+pub fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut signal) => {
-                signal.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
+    let signals = {
+        use tokio::signal::unix::{SignalKind, signal};
+        (
+            signal(SignalKind::terminate()).ok(),
+            signal(SignalKind::interrupt()).ok(),
+        )
     };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = interrupt => {},
-        () = terminate => {},
+    async move {
+        #[cfg(unix)]
+        {
+            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            let (terminate, interrupt) = signals;
+            tokio::select! {
+                () = wait(terminate) => {},
+                () = wait(interrupt) => {},
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = tokio::signal::ctrl_c().await;
+        tracing::info!("shutting down: finishing the requests in flight");
     }
-    tracing::info!("shutting down: finishing the requests in flight");
 }
 
 /// An operator's controls over a running service, as the CLI offers them, for programs that embed

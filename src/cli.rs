@@ -176,8 +176,9 @@ async fn execute(
             check::check(&settings, config.as_deref()).await
         }
         Command::Serve => {
+            let signal = shutdown_signal();
             let app = Application::build(&settings).await?;
-            app.run_until(shutdown_signal()).await
+            app.run_until(signal).await
         }
         Command::Migrate => {
             let store = open_store(&settings, Opening::Create).await?;

@@ -3,6 +3,7 @@
 //! one instance is seen by the other at contacts, forward-auth (asked directly, and through the
 //! README's nginx recipe) and introspection.
 
+use gatehouse::config::SettingsArgs;
 use reqwest::Method;
 use serde_json::json;
 
@@ -33,6 +34,11 @@ async fn two_instances(
     smtp: &SmtpServer,
 ) -> (TestApp, TestApp, tempfile::TempDir) {
     let (args, dir) = with_rules(RULES);
+    // Instances of one deployment share its public URL, and so the tokens' issuer.
+    let args = SettingsArgs {
+        public_url: Some(crate::smtp::PUBLIC_URL.into()),
+        ..args
+    };
     let a = app_with_smtp(backend, smtp, args.clone()).await;
     let b = a.twin_with(args).await;
     (a, b, dir)

@@ -38,7 +38,7 @@ async function password_step(page) {
 }
 
 async function code_step(page, code) {
-  await page.getByLabel("Code from your authenticator app, or a recovery code").fill(code);
+  await page.getByLabel("Code from your authenticator app").fill(code);
   await page.getByRole("button", { name: "Verify" }).click();
 }
 
