@@ -560,11 +560,14 @@ fn json_logs_and_refused_settings_through_the_binary() {
     fails_with(&output, "listen_port");
 }
 
-/// The README's settings file with every key is valid, and does name every key.
+/// The book's settings file with every key (Deployment) is valid, and does name every key.
 #[test]
 fn the_readme_settings_example_is_valid_and_complete() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/guide/deployment.md"
+    ))
+    .unwrap();
     let block = readme
         .split("<!-- settings-example -->")
         .nth(1)

@@ -344,10 +344,13 @@ async fn roles_reach_tokens_the_account_and_forward_auth(backend: Backend) {
     assert_eq!(changes[1]["detail"], "via=cli added= removed=ops");
 }
 
-/// The README's access rules, as an operator would copy them.
+/// The book's access rules (Guarding other services), as an operator would copy them.
 pub fn readme_rules() -> String {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/guide/guarding.md"
+    ))
+    .unwrap();
     readme
         .split("<!-- access-rules-example -->")
         .nth(1)
