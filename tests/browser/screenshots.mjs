@@ -57,6 +57,16 @@ try {
     await expectPath(page, "/sign-in");
     await context.close();
   }
+  // Dark, as a system set to dark shows them.
+  const dark = await browser.newContext({ viewport: WIDTHS.desktop, colorScheme: "dark" });
+  const page = await dark.newPage();
+  await page.goto(`${BASE}/sign-in`);
+  await page.screenshot({ path: join(out, "sign-in-dark-desktop.png"), fullPage: true });
+  await signIn(page, email, password);
+  await expectPath(page, "/account");
+  await page.locator("#session-list li").first().waitFor();
+  await page.screenshot({ path: join(out, "account-dark-desktop.png"), fullPage: true });
+  await dark.close();
   console.log(`screenshots in ${out}`);
 } finally {
   await browser.close();
