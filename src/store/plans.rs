@@ -12,6 +12,7 @@ use super::challenges::{CHALLENGE_USER, COMPLETE_CHALLENGE, TAKE_CHALLENGE_ATTEM
 use super::contacts::{
     LIST_CONTACTS, LIST_CONTACTS_AFTER, LIST_CONTACTS_SEARCH, LIST_CONTACTS_SEARCH_AFTER,
 };
+use super::cookies::COOKIE_SESSION;
 use super::purge::{
     PURGE_CONSUMED_REFRESH_TOKENS, PURGE_EXPIRED_CHALLENGES, PURGE_EXPIRED_MAIL_TOKENS,
     PURGE_IDLE_THROTTLES, PURGE_LAPSED_SESSIONS, PURGE_OLD_AUDIT_EVENTS, PURGE_REVOKED_SESSIONS,
@@ -140,6 +141,12 @@ fn cases() -> Vec<Case> {
             uuid_time,
         ),
         case(
+            "session cookie: its session (forward-auth)",
+            COOKIE_SESSION,
+            "bytea",
+            "'\\x00'",
+        ),
+        case(
             "challenge lookup",
             CHALLENGE_USER,
             "bytea, bigint, bigint",
@@ -257,6 +264,8 @@ SELECT {id}, u.id, 'C', 'c' || n.i, u.created_at, u.created_at
 FROM users u JOIN n ON u.created_at <= 250;
 INSERT INTO temp_tokens (token_hash, user_id, expires_at)
 SELECT {bytes}, id, created_at FROM users;
+INSERT INTO browser_cookies (token_hash, session_id, created_at)
+SELECT {bytes}, id, created_at FROM sessions;
 INSERT INTO mail_tokens (token_hash, user_id, purpose, created_at, expires_at)
 SELECT {bytes}, id, 'reset', created_at, created_at + 3600 FROM users;
 INSERT INTO throttles (key, tat) SELECT email_normalized, created_at FROM users;
