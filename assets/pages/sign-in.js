@@ -13,7 +13,21 @@ function setCookie() {
   return gatehouse.request("POST", "/auth/browser-session");
 }
 
+// Signing in again for a second factor replaces this browser's session: the old one (without the
+// factor) ends once the new one exists, before the new one's cookie is set (the logout's answer
+// clears the cookie).
+const replaced = gatehouse.signedIn && secondFactorAsked ? gatehouse.getAccessToken().catch(() => null) : null;
+
+async function endReplaced() {
+  const token = await replaced;
+  if (!token) return;
+  await fetch("/api/v1/auth/logout", { method: "POST", headers: { Authorization: `Bearer ${token}` } }).catch(
+    () => {},
+  );
+}
+
 async function done() {
+  await endReplaced();
   await setCookie();
   location.assign(returnTo());
 }

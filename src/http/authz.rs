@@ -1,5 +1,8 @@
 //! Forward-auth for reverse proxies (docs/api.md §6): a proxy asks before each request it passes
-//! on, with the client's own `Authorization` header, and passes the request on only after a 200.
+//! on, with the client's own `Authorization` header (or, from a browser, its session cookie:
+//! §6b), and passes the request on only after a 200. A browser's navigation without a session is
+//! sent to sign in (302 at forward-auth; 401 with `Location` at auth-request, which nginx cannot
+//! pass a 302 through).
 //!
 //! One endpoint per proxy convention, each reading only its own headers: a proxy replaces the
 //! headers of its own convention, but passes the other convention's through as the client wrote

@@ -12,6 +12,7 @@ use super::challenges::{CHALLENGE_USER, COMPLETE_CHALLENGE, TAKE_CHALLENGE_ATTEM
 use super::contacts::{
     LIST_CONTACTS, LIST_CONTACTS_AFTER, LIST_CONTACTS_SEARCH, LIST_CONTACTS_SEARCH_AFTER, ORG_LISTS,
 };
+use super::cookies::COOKIE_SESSION;
 use super::orgs::MEMBERSHIPS_OF;
 use super::purge::{
     PURGE_CONSUMED_REFRESH_TOKENS, PURGE_EXPIRED_CHALLENGES, PURGE_EXPIRED_MAIL_TOKENS,
@@ -159,6 +160,12 @@ fn cases() -> Vec<Case> {
             uuid_time,
         ),
         case(
+            "session cookie: its session (forward-auth)",
+            COOKIE_SESSION,
+            "bytea",
+            "'\\x00'",
+        ),
+        case(
             "challenge lookup",
             CHALLENGE_USER,
             "bytea, bigint, bigint",
@@ -276,6 +283,8 @@ SELECT {id}, u.id, 'C', 'c' || n.i, u.created_at, u.created_at
 FROM users u JOIN n ON u.created_at <= 250;
 INSERT INTO temp_tokens (token_hash, user_id, expires_at)
 SELECT {bytes}, id, created_at FROM users;
+INSERT INTO browser_cookies (token_hash, session_id, created_at)
+SELECT {bytes}, id, created_at FROM sessions;
 INSERT INTO mail_tokens (token_hash, user_id, purpose, created_at, expires_at)
 SELECT {bytes}, id, 'reset', created_at, created_at + 3600 FROM users;
 INSERT INTO throttles (key, tat) SELECT email_normalized, created_at FROM users;

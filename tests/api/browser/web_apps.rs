@@ -191,6 +191,15 @@ async fn browsed_applications_sign_in_once_for_the_site_behind_nginx_and_caddy(b
         let env = env.map(|(k, v)| (k.to_owned(), v)).to_vec();
         let printed = node(BROWSER_DIR, &["web-apps.mjs"], env).await;
         eprintln!("{kind:?}: {printed}");
+        // The password-only session ended when the second factor replaced it, the next one at the
+        // sign-out: only the last sign-in's is live.
+        let live: i64 = gatehouse
+            .scalar(&format!(
+                "SELECT COUNT(*) FROM sessions s JOIN users u ON u.id = s.user_id \
+                 WHERE u.email_normalized = '{email}' AND s.revoked_at IS NULL"
+            ))
+            .await;
+        assert_eq!(live, 1, "{kind:?}: {printed}");
         for (name, app) in [("A", &a), ("B", &b)] {
             let seen = app.seen();
             assert!(
