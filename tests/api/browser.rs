@@ -24,6 +24,7 @@ use crate::smtp::SmtpServer;
 mod library;
 
 both_backends!(
+    the_account_page_switches_and_manages_organisations,
     organisation_invitations_land_on_their_page,
     signing_in_with_and_without_two_factor,
     pages_fit_a_phone_and_work_by_keyboard,
@@ -297,6 +298,29 @@ async fn organisation_invitations_land_on_their_page(backend: Backend) {
             ("owner@example.com".to_owned(), "Test User".to_owned()),
         ]
     );
+}
+
+/// The account page's organisations: create, switch, invite and withdraw, the last owner kept.
+async fn the_account_page_switches_and_manages_organisations(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let site = site(backend, SettingsArgs::default()).await;
+    site.app.create_user("ann@example.com", PASSWORD).await;
+    scenario(&site, "orgs", "ann@example.com", &[]).await;
+    for (event, n) in [
+        ("org.created", 1),
+        ("org.switched", 1),
+        ("org.invited", 1),
+        ("org.invitation_deleted", 1),
+    ] {
+        assert_eq!(site.app.audit_count(event, None).await, n, "{event}");
+    }
+    let pending: i64 = site
+        .app
+        .scalar("SELECT COUNT(*) FROM org_invitations")
+        .await;
+    assert_eq!(pending, 0);
 }
 
 /// With verified addresses required, registration leads to the mailed link, not into the account.
