@@ -70,8 +70,9 @@ pub enum Error {
     /// A right password for an account whose address is not verified, where that is required.
     #[error("confirm your e-mail address first: open the link mailed to you")]
     EmailNotVerified,
-    /// An administration call by an account without the `admin` role.
-    #[error("this call is for admins")]
+    /// An administration call by an account without the `admin` role; an organisation's call by
+    /// a member whose roles do not allow it; an invitation accepted by another address.
+    #[error("your roles do not allow this call")]
     Forbidden,
     /// An administration call by an admin whose session's login had no second factor.
     #[error(

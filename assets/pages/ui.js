@@ -40,6 +40,8 @@ export function describe(error) {
       return "This link is no longer valid: it was used already, has expired, or a newer one was sent.";
     case "PASSKEY_CANCELLED":
       return "No passkey was used.";
+    case "EMAIL_TAKEN":
+      return "An account with this address exists already: sign in with it instead.";
     default:
       return error.message ? sentence(error.message) : "Something went wrong. Please try again.";
   }

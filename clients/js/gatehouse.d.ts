@@ -152,6 +152,36 @@ export interface LocksLike {
   ): Promise<T>;
 }
 
+/** An organisation (docs/api.md §13). */
+export interface Org {
+  id: string;
+  name: string;
+  slug: string;
+  requireTwoFactor: boolean;
+  createdAt: string;
+}
+
+/** The token's active organisation, with the roles it was issued with. */
+export interface ActiveOrg {
+  id: string;
+  roles: string[];
+}
+
+export interface OrgMember {
+  userId: string;
+  email: string;
+  fullName: string;
+  roles: string[];
+  joinedAt: string;
+}
+
+export interface OrgInvitation {
+  id: string;
+  email: string;
+  roles: string[];
+  expiresAt: string;
+}
+
 export interface GatehouseOptions {
   /** Where the service is; `""` (the default) is this page's origin. */
   baseUrl?: string;
@@ -191,7 +221,7 @@ export class Gatehouse {
   verifyTwoFactor(code: string): Promise<User>;
   verifyTwoFactorWithPasskey(): Promise<User>;
   passkeyLogin(email?: string): Promise<User>;
-  acceptInvitation(token: string, password: string): Promise<User>;
+  acceptInvitation(token: string, password: string, fullName?: string): Promise<User>;
   useTokenSet(tokenSet: TokenSet): User;
   refresh(): Promise<User>;
   logout(scope?: LogoutScope): Promise<{ revokedSessions: number }>;
@@ -234,4 +264,28 @@ export class Gatehouse {
   deletePasskey(id: string): Promise<void>;
 
   deleteAccount(password: string, code?: string): Promise<void>;
+
+  /** The active organisation the stored access token names, or null. */
+  readonly currentOrg: ActiveOrg | null;
+  /** Makes `orgId` (null: none) the session's active organisation, without a new login. */
+  switchOrg(orgId: string | null): Promise<ActiveOrg | null>;
+  listOrgs(): Promise<{ org: Org; roles: string[] }[]>;
+  createOrg(name: string, slug: string): Promise<Org>;
+  getOrg(id: string): Promise<Org & { roles: string[] }>;
+  updateOrg(
+    id: string,
+    changes: { name?: string; slug?: string; requireTwoFactor?: boolean },
+  ): Promise<Org>;
+  deleteOrg(id: string): Promise<void>;
+  listOrgMembers(
+    id: string,
+    page?: { limit?: number; cursor?: string },
+  ): Promise<{ items: OrgMember[]; nextCursor: string | null }>;
+  /** → the roles the member holds now */
+  setOrgMemberRoles(id: string, userId: string, roles: string[]): Promise<string[]>;
+  removeOrgMember(id: string, userId: string): Promise<void>;
+  inviteToOrg(id: string, email: string, roles: string[]): Promise<OrgInvitation>;
+  listOrgInvitations(id: string): Promise<OrgInvitation[]>;
+  deleteOrgInvitation(id: string, invitationId: string): Promise<void>;
+  acceptOrgInvitation(token: string): Promise<Org>;
 }

@@ -118,14 +118,15 @@ export class Gatehouse {
     return { twoFactorRequired: false, user: this.#signIn(data) };
   }
 
-  /** An invited account's first password (the mailed link's token); signs in, → the user. */
-  async acceptInvitation(token, password) {
-    const data = await this.request(
-      "POST",
-      "/auth/invitations/accept",
-      { token, password },
-      { auth: false },
-    );
+  /**
+   * An invited account's first password (the mailed link's token); signs in, → the user. For an
+   * organisation's invitation to an address without an account, this makes the account (named
+   * `fullName`, else the address's local part) and its membership; for an address with an
+   * account it fails with EMAIL_TAKEN: sign in and call acceptOrgInvitation(token).
+   */
+  async acceptInvitation(token, password, fullName) {
+    const body = fullName ? { token, password, fullName } : { token, password };
+    const data = await this.request("POST", "/auth/invitations/accept", body, { auth: false });
     return this.#signIn(data);
   }
 
@@ -412,6 +413,96 @@ export class Gatehouse {
     this.#signOut();
   }
 
+  // ---- organisations (docs/api.md §13) ----
+
+  /**
+   * The active organisation the stored access token names, `{id, roles}` (roles as issued), or
+   * null: none, or not signed in.
+   */
+  get currentOrg() {
+    const claims = this.#claims();
+    return claims?.org_id ? { id: claims.org_id, roles: claims.org_roles ?? [] } : null;
+  }
+
+  /**
+   * Makes `orgId` the session's active organisation (null: none), without a new login: the
+   * service answers new tokens for the same session, which are stored (every tab gets them) →
+   * currentOrg. Fails with NOT_FOUND (not a member) or TWO_FACTOR_REQUIRED.
+   */
+  async switchOrg(orgId) {
+    const data = await this.request("POST", "/auth/org", { orgId: orgId ?? null });
+    const session = this.#write(data);
+    this.#emit({ type: "refreshed", user: session.user, remote: false });
+    return this.currentOrg;
+  }
+
+  /** The signed-in person's organisations → `[{org, roles}]`. */
+  async listOrgs() {
+    return (await this.request("GET", "/orgs")).items;
+  }
+
+  /** A new organisation, the caller its owner → the organisation. */
+  async createOrg(name, slug) {
+    return this.request("POST", "/orgs", { name, slug });
+  }
+
+  /** An organisation the caller belongs to → the organisation with the caller's `roles`. */
+  async getOrg(id) {
+    return this.request("GET", `/orgs/${encodeURIComponent(id)}`);
+  }
+
+  /** Changes any of `{name, slug, requireTwoFactor}` (owner or admin) → the organisation. */
+  async updateOrg(id, changes) {
+    return this.request("PATCH", `/orgs/${encodeURIComponent(id)}`, changes);
+  }
+
+  /** Deletes an organisation (owner). */
+  async deleteOrg(id) {
+    await this.request("DELETE", `/orgs/${encodeURIComponent(id)}`);
+  }
+
+  /** A page of members → `{items: [{userId, email, fullName, roles, joinedAt}], nextCursor}`. */
+  async listOrgMembers(id, { limit, cursor } = {}) {
+    const query = new URLSearchParams();
+    if (limit !== undefined) query.set("limit", String(limit));
+    if (cursor) query.set("cursor", cursor);
+    const suffix = query.size ? `?${query}` : "";
+    return this.request("GET", `/orgs/${encodeURIComponent(id)}/members${suffix}`);
+  }
+
+  /** Replaces a member's roles → the roles they hold now. */
+  async setOrgMemberRoles(id, userId, roles) {
+    const path = `/orgs/${encodeURIComponent(id)}/members/${encodeURIComponent(userId)}`;
+    return (await this.request("PATCH", path, { roles })).roles;
+  }
+
+  /** Removes a member; one's own id leaves the organisation. */
+  async removeOrgMember(id, userId) {
+    const path = `/orgs/${encodeURIComponent(id)}/members/${encodeURIComponent(userId)}`;
+    await this.request("DELETE", path);
+  }
+
+  /** Mails an invitation → `{id, email, roles, expiresAt}`. */
+  async inviteToOrg(id, email, roles) {
+    return this.request("POST", `/orgs/${encodeURIComponent(id)}/invitations`, { email, roles });
+  }
+
+  /** The pending invitations (owner or admin). */
+  async listOrgInvitations(id) {
+    return (await this.request("GET", `/orgs/${encodeURIComponent(id)}/invitations`)).items;
+  }
+
+  /** Withdraws an invitation: its link stops working. */
+  async deleteOrgInvitation(id, invitationId) {
+    const path = `/orgs/${encodeURIComponent(id)}/invitations/${encodeURIComponent(invitationId)}`;
+    await this.request("DELETE", path);
+  }
+
+  /** Joins with the token of a mailed `/accept-invitation?token=…` link → the organisation. */
+  async acceptOrgInvitation(token) {
+    return this.request("POST", "/orgs/invitations/accept", { token });
+  }
+
   // ---- tokens ----
 
   /** The stored session, refreshed first when its access token expires within the margin. */
@@ -426,10 +517,15 @@ export class Gatehouse {
 
   /** The session id (`sid`) in the stored access token, or null. */
   #sessionId() {
+    return this.#claims()?.sid ?? null;
+  }
+
+  /** The stored access token's claims (read, not verified: the service verifies), or null. */
+  #claims() {
     const token = this.#read()?.accessToken;
     try {
       const payload = token.split(".")[1];
-      return JSON.parse(new TextDecoder().decode(fromBase64Url(payload))).sid ?? null;
+      return JSON.parse(new TextDecoder().decode(fromBase64Url(payload)));
     } catch {
       return null;
     }

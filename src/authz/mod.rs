@@ -192,6 +192,25 @@ mod tests {
     }
 
     #[test]
+    fn org_roles_are_those_of_the_active_organisation_now() {
+        let rules = AccessRules::parse(
+            "[[rule]]\npaths = [\"/sales\"]\npolicy = \"org_roles\"\norg_roles = [\"sales\"]",
+        )
+        .unwrap();
+        let gate = Gate::new(rules, false);
+        let policy = gate.policy_for(&Described::original(Some("GET"), Some("https://h/sales")));
+        let mut holder = who(&["sales"], true);
+        assert!(!policy.admits(&holder), "account roles are not org roles");
+        holder.org = Some(crate::model::orgs::ActiveOrg {
+            id: uuid::Uuid::nil(),
+            roles: vec!["member".into(), "sales".into()],
+        });
+        assert!(policy.admits(&holder));
+        holder.org.as_mut().unwrap().roles = vec!["member".into()];
+        assert!(!policy.admits(&holder));
+    }
+
+    #[test]
     fn policies_admit_whom_they_say() {
         let gate = rules();
         let admin = gate.policy_for(&Described::original(Some("GET"), Some("https://h/admin/x")));

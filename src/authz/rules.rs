@@ -367,6 +367,22 @@ mod tests {
                 "rule 1: \"Admin\" is not a role name",
             ),
             (
+                "[[rule]]\npolicy = \"org_roles\"",
+                "rule 1: policy \"org_roles\" needs",
+            ),
+            (
+                "[[rule]]\npolicy = \"roles\"\norg_roles = [\"a\"]",
+                "rule 1: org_roles are given only",
+            ),
+            (
+                "[[rule]]\npolicy = \"org_roles\"\norg_roles = [\"a\"]\nroles = [\"b\"]",
+                "rule 1: roles are given only",
+            ),
+            (
+                "[[rule]]\npolicy = \"org_roles\"\norg_roles = [\"A B\"]",
+                "rule 1: \"A B\" is not a role name",
+            ),
+            (
                 "[[rule]]\npolicy = \"deny\"\npaths = [\"/a**\"]",
                 "rule 1: path \"/a**\" is not a valid glob",
             ),

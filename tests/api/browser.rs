@@ -25,6 +25,8 @@ mod library;
 mod web_apps;
 
 both_backends!(
+    the_account_page_switches_and_manages_organisations,
+    organisation_invitations_land_on_their_page,
     signing_in_with_and_without_two_factor,
     pages_fit_a_phone_and_work_by_keyboard,
     mailed_links_land_on_their_pages,
@@ -226,6 +228,100 @@ async fn mailed_links_land_on_their_pages(backend: Backend) {
     for event in ["password.reset", "email.verified", "invitation.accepted"] {
         assert_eq!(site.app.audit_count(event, None).await, 1, "{event}");
     }
+}
+
+/// An organisation's invitations through `/accept-invitation` (docs/api.md §13): an existing
+/// account joins signed in (another account is refused), a new address makes its account.
+async fn organisation_invitations_land_on_their_page(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let smtp = SmtpServer::start();
+    let site = site(
+        backend,
+        SettingsArgs {
+            smtp_url: Some(smtp.url()),
+            mail_retry_max: Some("1s".into()),
+            ..SettingsArgs::default()
+        },
+    )
+    .await;
+    let app = &site.app;
+    let (owner, _) = app.logged_in_user("owner@example.com").await;
+    app.create_user("ann@example.com", PASSWORD).await;
+    app.create_user("sam@example.com", PASSWORD).await;
+    let org = crate::orgs::create_org(app, &owner, "acme").await;
+    for (email, roles) in [
+        ("ann@example.com", ["member"]),
+        ("nora@example.com", ["admin"]),
+    ] {
+        let invited = app
+            .call(
+                reqwest::Method::POST,
+                &format!("/api/v1/orgs/{org}/invitations"),
+                Some(&owner),
+                Some(serde_json::json!({ "email": email, "roles": roles })),
+            )
+            .await;
+        invited.data(201);
+    }
+    scenario(
+        &site,
+        "org-invitation",
+        "ann@example.com",
+        &[
+            ("GATEHOUSE_MAILDIR", smtp.maildir().display().to_string()),
+            ("GATEHOUSE_NEW_EMAIL", "nora@example.com".into()),
+            ("GATEHOUSE_STRANGER_EMAIL", "sam@example.com".into()),
+        ],
+    )
+    .await;
+    let members = app
+        .get(&format!("/api/v1/orgs/{org}/members"), &owner)
+        .await;
+    let mut found: Vec<(String, String)> = members.data(200)["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["email"].as_str().unwrap().to_owned(),
+                m["fullName"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    found.sort();
+    assert_eq!(
+        found,
+        [
+            ("ann@example.com".to_owned(), "Test User".to_owned()),
+            ("nora@example.com".to_owned(), "Nora Newcomer".to_owned()),
+            ("owner@example.com".to_owned(), "Test User".to_owned()),
+        ]
+    );
+}
+
+/// The account page's organisations: create, switch, invite and withdraw, the last owner kept.
+async fn the_account_page_switches_and_manages_organisations(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let site = site(backend, SettingsArgs::default()).await;
+    site.app.create_user("ann@example.com", PASSWORD).await;
+    scenario(&site, "orgs", "ann@example.com", &[]).await;
+    for (event, n) in [
+        ("org.created", 1),
+        ("org.switched", 1),
+        ("org.invited", 1),
+        ("org.invitation_deleted", 1),
+    ] {
+        assert_eq!(site.app.audit_count(event, None).await, n, "{event}");
+    }
+    let pending: i64 = site
+        .app
+        .scalar("SELECT COUNT(*) FROM org_invitations")
+        .await;
+    assert_eq!(pending, 0);
 }
 
 /// With verified addresses required, registration leads to the mailed link, not into the account.

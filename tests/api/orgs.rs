@@ -481,6 +481,7 @@ async fn invitations_reach_existing_and_new_accounts(backend: Backend) {
         .await;
     let cat = made.data(200)["accessToken"].as_str().unwrap().to_owned();
     assert_eq!(made.data(200)["user"]["email"], "cat@example.com");
+    assert_eq!(made.data(200)["user"]["fullName"], "Cat Smith");
     let org_view = call(
         &app,
         Method::GET,

@@ -10,6 +10,10 @@ import {
   type ErrorCode,
   type GatehouseOptions,
   type LoginResult,
+  type ActiveOrg,
+  type Org,
+  type OrgInvitation,
+  type OrgMember,
   type Passkey,
   type Profile,
   type Session,
@@ -102,10 +106,33 @@ async function everythingElse(tokenSet: TokenSet): Promise<void> {
   const used: User = gh.useTokenSet(tokenSet);
   const refreshed: User = await gh.refresh();
   const { revokedSessions }: { revokedSessions: number } = await gh.logout("others");
+  await organisations();
   await gh.deleteAccount("a long passphrase", "123456");
   await gh.logout();
   console.log(signedIn, current, token, me.roles, contacts.items, registered, viaPasskey, invited);
   console.log(used, refreshed, revokedSessions);
+}
+
+async function organisations(): Promise<void> {
+  const org: Org = await gh.createOrg("Acme", "acme");
+  const mine: { org: Org; roles: string[] }[] = await gh.listOrgs();
+  const one: Org & { roles: string[] } = await gh.getOrg(org.id);
+  const active: ActiveOrg | null = await gh.switchOrg(org.id);
+  const current: ActiveOrg | null = gh.currentOrg;
+  await gh.updateOrg(org.id, { requireTwoFactor: true });
+  const page: { items: OrgMember[]; nextCursor: string | null } = await gh.listOrgMembers(org.id, {
+    limit: 20,
+  });
+  const roles: string[] = await gh.setOrgMemberRoles(org.id, page.items[0]?.userId ?? "", ["admin"]);
+  const invitation: OrgInvitation = await gh.inviteToOrg(org.id, "grace@example.com", ["member"]);
+  const pending: OrgInvitation[] = await gh.listOrgInvitations(org.id);
+  await gh.deleteOrgInvitation(org.id, invitation.id);
+  const joined: Org = await gh.acceptOrgInvitation("mailed-token");
+  await gh.removeOrgMember(org.id, page.items[0]?.userId ?? "");
+  await gh.switchOrg(null);
+  await gh.deleteOrg(joined.id);
+  const newcomer: User = await gh.acceptInvitation("mailed-token", "a long passphrase", "Grace");
+  console.log(mine, one, active, current, roles, pending, newcomer);
 }
 
 const unsubscribe: () => void = gh.onChange((change: SessionChange) => {

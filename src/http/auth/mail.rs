@@ -238,6 +238,7 @@ struct AcceptRequest {
     password: String,
     /// The new account's name, for an organisation's invitation (docs/api.md §13); the
     /// address's local part when left out. An operator's invitation has its name already.
+    #[serde(rename = "fullName")]
     #[schema(max_length = 200)]
     full_name: Option<String>,
 }
