@@ -11,6 +11,7 @@ use crate::services::{Opening, Services, master_key, open_store};
 use crate::telemetry;
 
 mod audit;
+mod backup;
 mod check;
 mod clients;
 mod keys;
@@ -42,6 +43,17 @@ pub enum Command {
     /// found (one line each), and change nothing; exits 1 with serve's one-line error, 2 for a bad
     /// setting
     Check,
+    /// Copy the SQLite database, while the service runs, into one consistent file at PATH, and
+    /// its master key file to PATH.master.key (both mode 0600; neither may exist); both are
+    /// checked. To restore: stop the service, put PATH in place of the database file and
+    /// PATH.master.key beside it as gatehouse.master.key, start. Keep the two apart when the backup
+    /// leaves the machine: the key opens the database's secrets. With PostgreSQL, says what to run
+    /// with pg_dump and fails (it made no backup).
+    Backup {
+        /// The backup file to make (it must not exist)
+        #[arg(value_name = "PATH")]
+        path: std::path::PathBuf,
+    },
     /// Every setting of the service: its flag, its environment variable and its default (keys of
     /// the --config file are the flags' names with `_` for `-`)
     Settings,
@@ -171,6 +183,7 @@ async fn execute(
     config: Option<std::path::PathBuf>,
 ) -> anyhow::Result<()> {
     match command {
+        Command::Backup { path } => backup::backup(&settings, &path).await,
         Command::Check => {
             let config = config.map(|c| crate::services::absolute(&c).display().to_string());
             check::check(&settings, config.as_deref()).await

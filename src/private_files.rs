@@ -22,6 +22,15 @@ pub fn create_owner_only(path: &Path) -> io::Result<()> {
     }
 }
 
+/// Creates `path` empty, mode 0600; fails if it exists (a backup never replaces a file).
+pub fn create_new_owner_only(path: &Path) -> io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(path).map(|_| ())
+}
+
 /// Logs a warning if `path` can be read or written by anyone but its owner.
 pub fn warn_if_shared(path: &Path, what: &str) {
     #[cfg(unix)]

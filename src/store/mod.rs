@@ -15,6 +15,7 @@ use pool::Pool;
 
 pub mod admin;
 pub mod audit;
+mod backup;
 pub mod challenges;
 pub mod clients;
 pub mod contacts;

@@ -633,6 +633,16 @@ impl TestDatabase {
         self._dir.path().join("mail").display().to_string()
     }
 
+    /// The SQLite database `dir/gatehouse.db` with its key file beside it (a restored backup).
+    pub fn sqlite_in(dir: tempfile::TempDir) -> TestDatabase {
+        TestDatabase {
+            url: format!("sqlite://{}", dir.path().join("gatehouse.db").display()),
+            master_key: None,
+            _dir: dir,
+            postgres: None,
+        }
+    }
+
     /// A database someone else made and will remove (the whole server is the test's own).
     pub fn external(url: &str, master_key: String) -> TestDatabase {
         TestDatabase {

@@ -17,6 +17,7 @@ mod upstream;
 mod abuse;
 mod address_proof;
 mod admin;
+mod backup;
 mod book;
 mod browser;
 mod browser_sessions;
