@@ -12,12 +12,8 @@ use std::process::Command;
 
 use gatehouse::config::SettingsArgs;
 
-use reqwest::Method;
-use serde_json::json;
-
 use crate::helpers::{
-    Backend, PASSWORD, TestApp, base32_decode, both_backends, code_at, installed_or_skipped,
-    now_seconds, spawn_app_with,
+    Backend, PASSWORD, TestApp, base32_decode, both_backends, installed_or_skipped, spawn_app_with,
 };
 use crate::smtp::SmtpServer;
 
@@ -132,16 +128,9 @@ async fn two_factor_user(app: &TestApp, email: &str) -> (String, Vec<String>) {
     let (access, _) = app.logged_in_user(email).await;
     let setup = app.setup_two_factor(&access).await;
     let secret = setup.data(200)["secret"].as_str().unwrap().to_owned();
-    let code = code_at(&base32_decode(&secret), now_seconds() - 30);
-    let enabled = app
-        .call(
-            Method::POST,
-            "/api/v1/auth/2fa/enable",
-            Some(&access),
-            Some(json!({ "code": code })),
-        )
+    let (codes, _) = app
+        .enable_with_previous_code(&access, &base32_decode(&secret))
         .await;
-    let codes = crate::helpers::recovery_codes(&enabled);
     (secret, codes)
 }
 

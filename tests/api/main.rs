@@ -57,3 +57,4 @@ mod startup;
 mod storage;
 mod tokens;
 mod two_factor;
+mod walkthrough;

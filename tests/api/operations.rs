@@ -163,16 +163,7 @@ async fn logs_carry_request_ids_and_no_secret(backend: Backend) {
         .await;
     let secret_b32 = setup.data(200)["secret"].as_str().unwrap().to_owned();
     let secret = base32_decode(&secret_b32);
-    let enabling = code_at(&secret, now_seconds() - 30);
-    let enabled = http
-        .call(
-            Method::POST,
-            "/api/v1/auth/2fa/enable",
-            Some(&access),
-            Some(json!({ "code": enabling })),
-        )
-        .await;
-    let codes = crate::helpers::recovery_codes(&enabled);
+    let (codes, enabling) = http.enable_with_previous_code(&access, &secret).await;
     let challenge = http.login("lea@example.com", PASSWORD).await;
     let temp = challenge.data(200)["tempToken"]
         .as_str()
