@@ -2,6 +2,8 @@
 //! applications a person browses to. Its value is 256 random bits, kept only as a SHA-256; it
 //! counts while its session does, so whatever ends the session (logout, revocation, a password
 //! change, a disabled account) ends the cookie, on every instance within `live::SYNC_INTERVAL`.
+//! The value carries a tag of the master key's (`Secrets::tagged_token`): a made-up cookie is
+//! refused before any lookup, so forward-auth cannot be made to query the database per request.
 //!
 //! Forward-auth asks on every request, so a cookie's session is read from the database once and
 //! then remembered for at most `REMEMBER_MS`: a revocation made meanwhile is in the instance's
@@ -13,7 +15,7 @@ use std::sync::{Arc, RwLock};
 
 use super::Core;
 use super::live::{read, write};
-use crate::crypto::{random_token, sha256};
+use crate::crypto::sha256;
 use crate::error::{Error, Result};
 use crate::model::{Identity, Principal, is_multi_factor};
 
@@ -21,8 +23,8 @@ use crate::model::{Identity, Principal, is_multi_factor};
 const REMEMBER_MS: i64 = 30_000;
 /// Cookies remembered at most (~100 bytes each); past that the table starts over.
 const CAPACITY: usize = 100_000;
-/// The length of a cookie's value: 32 bytes, base64url without padding.
-const VALUE_LEN: usize = 43;
+/// What a cookie's tag is for: a cursor or another service value never passes as a cookie.
+const SCOPE: &[u8] = b"browser-session-cookie/v1";
 
 /// A new cookie: its value (never stored) and how long it may live, in seconds.
 #[derive(Debug)]
@@ -60,7 +62,7 @@ impl BrowserSessions {
     /// A cookie for the caller's session (`POST /auth/browser-session`), living as long as the
     /// session may: until its refresh token lapses.
     pub async fn issue(&self, who: &Principal) -> Result<IssuedCookie> {
-        let value = random_token();
+        let value = self.core.secrets.tagged_token(SCOPE);
         let now = self.core.clock.now_ms();
         let expires_at = self
             .core
@@ -78,11 +80,7 @@ impl BrowserSessions {
     /// The holder of a live session's cookie, as `Guard::identify` says of an access token;
     /// `TokenInvalid` for anything else (unknown, ended, lapsed, a disabled or deleted account).
     pub async fn identify(&self, value: &str) -> Result<Identity> {
-        if value.len() != VALUE_LEN
-            || !value
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
-        {
+        if !self.core.secrets.checks_token(SCOPE, value) {
             return Err(Error::TokenInvalid);
         }
         let hash = sha256(value.as_bytes());

@@ -143,6 +143,22 @@ fn hmac(key: &[u8; 32], parts: &[&[u8]]) -> [u8; 32] {
     mac.finalize().into_bytes().into()
 }
 
+impl Secrets {
+    /// A bearer value for `scope`: 256 random bits and a 128-bit tag only this service (its master
+    /// key) can make, base64url (64 characters). Anyone may present one; `checks_token` tells a
+    /// made-up value from one of ours without a lookup, so a flood of made-up values costs no
+    /// database work.
+    pub fn tagged_token(&self, scope: &[u8]) -> String {
+        self.cursor(&[scope], &rand::random::<[u8; 32]>())
+    }
+
+    /// Whether `value` is a `tagged_token` of `scope` (compared in constant time).
+    pub fn checks_token(&self, scope: &[u8], value: &str) -> bool {
+        self.open_cursor(&[scope], value)
+            .is_ok_and(|random| random.len() == 32)
+    }
+}
+
 /// A 256-bit random token, base64url without padding.
 pub fn random_token() -> String {
     B64URL.encode(rand::random::<[u8; 32]>())
@@ -163,6 +179,24 @@ pub fn b64url_decode(text: &str) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tagged_tokens_check_only_for_their_scope_and_key() {
+        let secrets = Secrets::new(&MasterKey::generate());
+        let token = secrets.tagged_token(b"cookie");
+        assert_eq!(token.len(), 64);
+        assert!(secrets.checks_token(b"cookie", &token));
+        assert_ne!(secrets.tagged_token(b"cookie"), token, "random each time");
+        assert!(!secrets.checks_token(b"cursor", &token), "another scope");
+        let other = Secrets::new(&MasterKey::generate());
+        assert!(!other.checks_token(b"cookie", &token), "another master key");
+        let mut forged = token.clone().into_bytes();
+        forged[3] = if forged[3] == b'A' { b'B' } else { b'A' };
+        let forged = String::from_utf8(forged).unwrap();
+        for made_up in [forged.as_str(), &random_token(), "", "x", &"A".repeat(64)] {
+            assert!(!secrets.checks_token(b"cookie", made_up), "{made_up}");
+        }
+    }
 
     #[test]
     fn sealed_secrets_open_only_with_the_same_key_and_context() {

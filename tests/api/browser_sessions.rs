@@ -131,8 +131,8 @@ async fn the_cookie_is_set_with_its_attributes_and_stored_hashed(backend: Backen
     let mut parts = set.split(';').map(str::trim);
     let (name, value) = parts.next().unwrap().split_once('=').unwrap();
     assert_eq!(name, "gatehouse_session");
-    // 256 random bits, base64url: opaque, not a JWT.
-    assert_eq!(value.len(), 43, "{set}");
+    // 256 random bits and a 128-bit tag, base64url: opaque, not a JWT.
+    assert_eq!(value.len(), 64, "{set}");
     assert!(!value.contains('.'));
     let attributes: Vec<&str> = parts.collect();
     for wanted in [
