@@ -190,7 +190,8 @@ async fn execute(
         }
         Command::Serve => {
             let app = Application::build(&settings).await?;
-            app.run_until(shutdown_signal()).await
+            let shutdown = shutdown_signal();
+            app.run_until(shutdown).await
         }
         Command::Migrate => {
             let store = open_store(&settings, Opening::Create).await?;
