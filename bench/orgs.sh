@@ -37,6 +37,7 @@ EOF
 export GATEHOUSE_TRUSTED_PROXIES=127.0.0.1/32 GATEHOUSE_ACCESS_RULES=$WORK/rules.toml
 serve_settings "$ADDR" "$WORK"
 
+"$BIN" migrate >/dev/null
 echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
 "$BIN" serve & SERVER=$!
 wait_ready $BASE
@@ -57,10 +58,7 @@ for i in $(seq 1 50); do
   json $BASE/api/v1/crm/contacts -H "Authorization: Bearer $IN_ORG" -d "{\"fullName\":\"Shared $i\"}" >/dev/null
 done
 
-fwd() {
-  echo -H "Authorization: Bearer $1" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Host: app.example.com" \
-    -H "X-Forwarded-Uri: /reports?page=2"
-}
+FWD=(-H "X-Forwarded-Method: GET" -H "X-Forwarded-Host: app.example.com" -H "X-Forwarded-Uri: /reports?page=2")
 WRK=(-t2 -c"$CONNECTIONS" -d"$DURATION")
 
 echo "| scenario ($BACKEND) | connections | requests/s | p50 | p99 | errors |"
@@ -68,8 +66,7 @@ echo "|---|---|---|---|---|---|"
 for round in 1 2; do
   for who in none org; do
     token=$PLAIN; [ $who = org ] && token=$IN_ORG
-    # shellcheck disable=SC2046
-    echo "| forward-auth, active organisation: $who (round $round) | $CONNECTIONS | $(wrk_row "${WRK[@]}" $(fwd "$token") $BASE/api/v1/authz/forward-auth) |"
+    echo "| forward-auth, active organisation: $who (round $round) | $CONNECTIONS | $(wrk_row "${WRK[@]}" -H "Authorization: Bearer $token" "${FWD[@]}" $BASE/api/v1/authz/forward-auth) |"
   done
 done
 for round in 1 2; do

@@ -8,6 +8,8 @@ use crate::model::{ClientInfo, Factor, LogoutScope};
 use crate::store::Store;
 use crate::store::audit::NewEvent;
 
+pub use super::orgs::events::OrgEvent;
+
 /// Who did an administrative action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Actor {
@@ -21,7 +23,7 @@ pub enum Actor {
 
 impl Actor {
     /// The `via=` of an event's detail.
-    fn via(self) -> &'static str {
+    pub(crate) fn via(self) -> &'static str {
         match self {
             Actor::Owner => "owner",
             Actor::Cli => "cli",
@@ -180,63 +182,6 @@ pub enum AuditEvent {
         org: Uuid,
         what: OrgEvent,
     },
-}
-
-/// What happened in an organisation (docs/api.md §13). The subject member, where there is one,
-/// is the event's `user_id`; whoever did it, when not that member, its `actor_id`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum OrgEvent {
-    Created,
-    Updated,
-    Deleted {
-        by: Actor,
-    },
-    RolesChanged {
-        roles: Vec<String>,
-    },
-    MemberRemoved,
-    Left,
-    Invited {
-        invitation: Uuid,
-    },
-    InvitationDeleted {
-        invitation: Uuid,
-    },
-    /// An invitation accepted (`new_account`: by making the account).
-    Joined {
-        new_account: bool,
-    },
-    /// A session made the organisation its active one.
-    Switched,
-}
-
-impl OrgEvent {
-    fn name(&self) -> &'static str {
-        match self {
-            OrgEvent::Created => "org.created",
-            OrgEvent::Updated => "org.updated",
-            OrgEvent::Deleted { .. } => "org.deleted",
-            OrgEvent::RolesChanged { .. } => "org.roles_changed",
-            OrgEvent::MemberRemoved => "org.member_removed",
-            OrgEvent::Left => "org.left",
-            OrgEvent::Invited { .. } => "org.invited",
-            OrgEvent::InvitationDeleted { .. } => "org.invitation_deleted",
-            OrgEvent::Joined { .. } => "org.joined",
-            OrgEvent::Switched => "org.switched",
-        }
-    }
-
-    fn detail(&self) -> Option<String> {
-        Some(match self {
-            OrgEvent::Deleted { by } => format!("via={}", by.via()),
-            OrgEvent::RolesChanged { roles } => format!("roles={}", roles.join(",")),
-            OrgEvent::Invited { invitation } | OrgEvent::InvitationDeleted { invitation } => {
-                format!("invitation={invitation}")
-            }
-            OrgEvent::Joined { new_account: true } => "new_account".into(),
-            _ => return None,
-        })
-    }
 }
 
 impl AuditEvent {

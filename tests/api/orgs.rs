@@ -50,11 +50,17 @@ pub async fn invite(
     email: &str,
     roles: &[&str],
 ) -> String {
-    let before = smtp
-        .messages()
-        .iter()
-        .filter(|m| m.to().contains(email))
-        .count();
+    const SUBJECT: &str = "You are invited to";
+    let tokens = |mails: Vec<crate::smtp::Mail>| -> Vec<String> {
+        mails
+            .iter()
+            .filter(|m| m.to().contains(email) && m.subject().contains(SUBJECT))
+            .map(|m| m.token("/accept-invitation"))
+            .collect()
+    };
+    // The links mailed to the address before; the new one is the link not among them (mail is
+    // delivered at least once, so an earlier invitation may arrive again meanwhile).
+    let seen = tokens(smtp.messages());
     call(
         app,
         Method::POST,
@@ -64,10 +70,14 @@ pub async fn invite(
     )
     .await
     .data(201);
-    let mails = smtp
-        .wait_for_mail(email, "You are invited to", before + 1)
-        .await;
-    mails[before].token("/accept-invitation")
+    let mut wanted = seen.len() + 1;
+    loop {
+        let mails = smtp.wait_for_mail(email, SUBJECT, wanted).await;
+        if let Some(new) = tokens(mails).into_iter().find(|t| !seen.contains(t)) {
+            return new;
+        }
+        wanted += 1;
+    }
 }
 
 /// Makes `email` (a new account, logged in) a member with `roles`: its access token and id.

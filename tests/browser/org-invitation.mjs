@@ -29,6 +29,8 @@ await run("org-invitation", async (browser) => {
   await page.getByRole("button", { name: "Accept the invitation" }).click();
   assert(/sent to another address/.test(await alertText(page)), "another address is refused");
   await page.getByRole("button", { name: "Use another account" }).click();
+  // Signed out once the password form is back (before that the sign-in page would see a session).
+  await page.getByRole("button", { name: "Accept and sign in" }).waitFor({ state: "visible" });
 
   // Signed in as the addressee: one click joins.
   await signIn(page, email, password);

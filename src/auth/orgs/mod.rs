@@ -16,6 +16,7 @@ use crate::model::orgs::{Membership, Org};
 use crate::model::{ClientInfo, Principal};
 
 mod active;
+pub(super) mod events;
 mod invitations;
 mod members;
 mod names;
