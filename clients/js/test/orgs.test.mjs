@@ -66,7 +66,9 @@ describe("organisations", () => {
     gh.onChange((c) => changes.push(c.type));
     assert.deepEqual(await gh.switchOrg(org.id), { id: org.id, roles: ["member"] });
     assert.deepEqual(gh.currentOrg, { id: org.id, roles: ["member"] });
-    assert.deepEqual(changes, ["refreshed"]);
+    // (With the tests' 2 s tokens, a loaded machine may also refresh before the call: each
+    // change is a refresh, never a sign-out.)
+    assert.ok(changes.length >= 1 && changes.every((c) => c === "refreshed"), changes.join());
     await gh.refresh();
     assert.equal(gh.currentOrg?.id, org.id, "refresh keeps it");
     assert.equal(await gh.switchOrg(null), null);
