@@ -84,6 +84,8 @@ SQL
 
 bench() {
   local backend=$1 seed=$2
+  # The CLI makes no database (only serve and migrate do).
+  "$BIN" migrate >/dev/null
   echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
   "$BIN" serve & SERVER=$!
   wait_ready $BASE

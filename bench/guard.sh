@@ -44,6 +44,8 @@ EOF
 export GATEHOUSE_TRUSTED_PROXIES=127.0.0.1/32 GATEHOUSE_ACCESS_RULES=$WORK/rules.toml
 serve_settings "$ADDR" "$WORK"
 
+# The CLI makes no database (only serve and migrate do).
+"$BIN" migrate >/dev/null
 echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
 "$BIN" user roles bench@example.com --add admin >/dev/null
 CLIENT=$("$BIN" clients add bench 2>/dev/null)
