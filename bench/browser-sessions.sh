@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Browser sessions (docs/api.md §6b): forward-auth asked with a session cookie against the same
 # with a bearer token and against healthz; and the cost of no credential for a browser (the 302 to
-# sign in) and of a cookie that is not valid (one database read per request: such a cookie is not
-# remembered). Release build on loopback, SQLite (default) or BENCH_DATABASE_URL's PostgreSQL.
+# sign in) and of a made-up cookie (refused by its tag, with no database read: a cookie's value
+# carries a tag of the master key). Release build on loopback, SQLite (default) or BENCH_DATABASE_URL's PostgreSQL.
 #
 #   bench/browser-sessions.sh
 #   BENCH_DATABASE_URL=postgres://postgres@127.0.0.1/gh_bs_bench bench/browser-sessions.sh
@@ -50,4 +50,4 @@ echo "| healthz | $CONNECTIONS | $(wrk_row "${WRK[@]}" $BASE/healthz) |"
 echo "| forward-auth, bearer token | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${FWD[@]}" -H "Authorization: Bearer $ACCESS" $BASE/api/v1/authz/forward-auth) |"
 echo "| forward-auth, session cookie | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${FWD[@]}" -H "Cookie: theme=dark; $COOKIE" $BASE/api/v1/authz/forward-auth) |"
 echo "| forward-auth, no credential: 302 to sign in | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${FWD[@]}" $BASE/api/v1/authz/forward-auth) |"
-echo "| forward-auth, a cookie never issued: 302 | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${FWD[@]}" -H "Cookie: gatehouse_session=AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA" $BASE/api/v1/authz/forward-auth) |"
+echo "| forward-auth, a cookie never issued: 302 | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${FWD[@]}" -H "Cookie: gatehouse_session=$(printf 'A%.0s' $(seq 64))" $BASE/api/v1/authz/forward-auth) |"

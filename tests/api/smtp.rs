@@ -30,9 +30,18 @@ struct Running {
 impl SmtpServer {
     /// A server on a free loopback port, accepting mail.
     pub fn start() -> SmtpServer {
-        let mut server = SmtpServer::stopped();
-        server.resume();
+        let (mut server, listener) = SmtpServer::bound();
+        server.run(listener);
         server
+    }
+
+    /// A server whose port is bound now and kept: no other process can take it between choosing
+    /// the port and listening on it (as it could with a port probed and freed).
+    fn bound() -> (SmtpServer, std::net::TcpListener) {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        let mut server = SmtpServer::stopped();
+        server.port = listener.local_addr().unwrap().port();
+        (server, listener)
     }
 
     /// A port reserved for a server that is not running yet: connections to it are refused.
@@ -54,9 +63,9 @@ impl SmtpServer {
     /// A server that takes mail only over `tls`, with a certificate of its own CA, and only from
     /// the login of `smtp_tls::SMTP_USER`.
     pub fn start_secure(tls: crate::smtp_tls::Tls) -> SmtpServer {
-        let mut server = SmtpServer::stopped();
+        let (mut server, listener) = SmtpServer::bound();
         server.secure = Some(crate::smtp_tls::Secure::new(tls));
-        server.resume();
+        server.run(listener);
         server
     }
 
@@ -70,9 +79,13 @@ impl SmtpServer {
 
     /// Starts the server (again) on its port: it listens when this returns.
     pub fn resume(&mut self) {
-        assert!(self.running.is_none(), "the SMTP server runs already");
         let listener = std::net::TcpListener::bind(("127.0.0.1", self.port))
             .unwrap_or_else(|e| panic!("the SMTP server cannot listen on {}: {e}", self.port));
+        self.run(listener);
+    }
+
+    fn run(&mut self, listener: std::net::TcpListener) {
+        assert!(self.running.is_none(), "the SMTP server runs already");
         listener.set_nonblocking(true).unwrap();
         let relay = Arc::new(Relay {
             maildir: self.maildir(),
