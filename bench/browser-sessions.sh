@@ -29,10 +29,8 @@ trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
 export GATEHOUSE_TRUSTED_PROXIES=127.0.0.1/32 GATEHOUSE_PUBLIC_URL=https://login.example.com
 export GATEHOUSE_COOKIE_DOMAIN=example.com
 serve_settings "$ADDR" "$WORK"
-"$BIN" migrate >/dev/null 2>&1
-echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
-"$BIN" serve & SERVER=$!
-wait_ready $BASE
+bench_account
+serve_bench $BASE
 
 ACCESS=$(curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
   -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}" | jq -r .data.accessToken)
@@ -50,4 +48,4 @@ echo "| healthz | $CONNECTIONS | $(wrk_row "${WRK[@]}" $BASE/healthz) |"
 echo "| forward-auth, bearer token | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${FWD[@]}" -H "Authorization: Bearer $ACCESS" $BASE/api/v1/authz/forward-auth) |"
 echo "| forward-auth, session cookie | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${FWD[@]}" -H "Cookie: theme=dark; $COOKIE" $BASE/api/v1/authz/forward-auth) |"
 echo "| forward-auth, no credential: 302 to sign in | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${FWD[@]}" $BASE/api/v1/authz/forward-auth) |"
-echo "| forward-auth, a cookie never issued: 302 | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${FWD[@]}" -H "Cookie: gatehouse_session=$(printf 'A%.0s' $(seq 64))" $BASE/api/v1/authz/forward-auth) |"
+echo "| forward-auth, a made-up cookie: 302 | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${FWD[@]}" -H "Cookie: gatehouse_session=$(printf 'A%.0s' $(seq 64))" $BASE/api/v1/authz/forward-auth) |"

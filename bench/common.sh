@@ -19,6 +19,20 @@ build_release() {
   BIN=${CARGO_TARGET_DIR:-$PWD/target}/release/gatehouse
 }
 
+# bench_account [EMAIL]: the database, made if missing (the CLI makes none: only serve and migrate
+# do), and an account of EMAIL (default bench@example.com) with $PASSWORD.
+bench_account() {
+  "$BIN" migrate >/dev/null
+  echo "$PASSWORD" | "$BIN" user add --email "${1:-bench@example.com}" --name Bench --password-stdin >/dev/null
+}
+
+# serve_bench BASE-URL: `gatehouse serve` in the background (its pid in SERVER), until it answers.
+serve_bench() {
+  "$BIN" serve &
+  SERVER=$!
+  wait_ready "$1"
+}
+
 # wait_ready BASE-URL: until /healthz answers (5 s at most).
 wait_ready() {
   for _ in $(seq 1 100); do curl -sf "$1/healthz" >/dev/null && return 0; sleep 0.05; done

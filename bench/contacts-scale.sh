@@ -84,11 +84,8 @@ SQL
 
 bench() {
   local backend=$1 seed=$2
-  # The CLI makes no database (only serve and migrate do).
-  "$BIN" migrate >/dev/null
-  echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
-  "$BIN" serve & SERVER=$!
-  wait_ready $BASE
+  bench_account
+  serve_bench $BASE
   ACCESS=$(curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
     -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}" | jq -r .data.accessToken)
   for i in $(seq 1 100); do

@@ -18,11 +18,8 @@ MAIL_SERVER=
 trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; [ -n "$MAIL_SERVER" ] && kill "$MAIL_SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
 export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off
 export GATEHOUSE_DATABASE_URL=sqlite://$WORK/gatehouse.db
-# The CLI makes no database (only serve and migrate do).
-"$BIN" migrate >/dev/null
-echo 'correct horse battery staple' | "$BIN" user add --email timing@example.com --name Timing --password-stdin >/dev/null
-"$BIN" serve & SERVER=$!
-wait_ready http://$ADDR
+PASSWORD='correct horse battery staple' bench_account timing@example.com
+serve_bench http://$ADDR
 BASE=http://$ADDR BENCH_EMAIL=timing@example.com python3 bench/enumeration.py
 
 # The mail flows, on a server of their own.

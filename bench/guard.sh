@@ -44,15 +44,12 @@ EOF
 export GATEHOUSE_TRUSTED_PROXIES=127.0.0.1/32 GATEHOUSE_ACCESS_RULES=$WORK/rules.toml
 serve_settings "$ADDR" "$WORK"
 
-# The CLI makes no database (only serve and migrate do).
-"$BIN" migrate >/dev/null
-echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
+bench_account
 "$BIN" user roles bench@example.com --add admin >/dev/null
 CLIENT=$("$BIN" clients add bench 2>/dev/null)
 CLIENT_ID=$(sed -n 's/^client_id: //p' <<<"$CLIENT")
 CLIENT_SECRET=$(sed -n 's/^client_secret: //p' <<<"$CLIENT")
-"$BIN" serve & SERVER=$!
-wait_ready $BASE
+serve_bench $BASE
 
 ACCESS=$(curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
   -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}" | jq -r .data.accessToken)

@@ -51,9 +51,8 @@ bench() {
   "$BIN" migrate 2>/dev/null
   bench/seed.sh "$GATEHOUSE_DATABASE_URL" "$ROWS"
   bench/seed.sh --expired "$GATEHOUSE_DATABASE_URL" "$ROWS"
-  echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
-  "$BIN" serve & SERVER=$!
-  wait_ready $BASE
+  bench_account
+  serve_bench $BASE
   logins 32 >"$WORK/quiet"
   logins 32 >"$WORK/storm"
   echo "| $backend | refresh, quiet | $(wrk_row -t32 -c32 -d"$DURATION" -s bench/refresh.lua $BASE -- "$WORK/quiet") | |"

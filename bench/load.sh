@@ -25,11 +25,8 @@ SERVER=
 trap '[ -n "$SERVER" ] && kill "$SERVER" 2>/dev/null; rm -rf "$WORK"' EXIT
 serve_settings "$ADDR" "$WORK"
 
-# The CLI makes no database (only serve and migrate do).
-"$BIN" migrate >/dev/null
-echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
-"$BIN" serve & SERVER=$!
-wait_ready $BASE
+bench_account
+serve_bench $BASE
 
 login() { curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
   -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}"; }

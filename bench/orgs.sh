@@ -37,10 +37,8 @@ EOF
 export GATEHOUSE_TRUSTED_PROXIES=127.0.0.1/32 GATEHOUSE_ACCESS_RULES=$WORK/rules.toml
 serve_settings "$ADDR" "$WORK"
 
-"$BIN" migrate >/dev/null
-echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
-"$BIN" serve & SERVER=$!
-wait_ready $BASE
+bench_account
+serve_bench $BASE
 
 json() { curl -sf "$@" -H 'Content-Type: application/json'; }
 PLAIN=$(json $BASE/api/v1/auth/login -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}" \

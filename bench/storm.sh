@@ -24,9 +24,8 @@ trap '[ -n "$FLOOD" ] && kill "$FLOOD" 2>/dev/null; [ -n "$SERVER" ] && kill "$S
 export GATEHOUSE_LISTEN=$ADDR GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off
 export GATEHOUSE_MAX_CONNECTIONS_PER_CLIENT=1024
 export GATEHOUSE_DATABASE_URL=sqlite://$WORK/gatehouse.db
-echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
-"$BIN" serve & SERVER=$!
-wait_ready $BASE
+bench_account
+serve_bench $BASE
 login() { curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
   -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}"; }
 ACCESS=$(login | jq -r .data.accessToken)
