@@ -233,6 +233,10 @@ fn refused(error: Error) -> Response {
     }
 }
 
+/// How many cookies of Gatehouse's name a request may present: a sibling host under the cookie
+/// domain may have set one or two more; a request with hundreds is looking for work to cause.
+const MAX_COOKIES: usize = 8;
+
 /// The holder of the first session cookie that belongs to a live session (a sibling host under
 /// the cookie domain may have set another of the same name); `Ok(None)` without one; `Err` with
 /// the answer when Gatehouse cannot tell (database unreachable).
@@ -240,7 +244,8 @@ async fn cookie_identity(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<Option<Identity>, Response> {
-    for value in cookie_values(headers, &state.browser.cookie_name) {
+    let values = cookie_values(headers, &state.browser.cookie_name);
+    for value in values.into_iter().take(MAX_COOKIES) {
         match state.auth.browser.identify(value).await {
             Ok(identity) => return Ok(Some(identity)),
             Err(error @ (Error::Unavailable(_) | Error::Internal(_))) => {

@@ -21,6 +21,7 @@ both_backends!(
     two_factor_rules_send_cookie_sessions_to_sign_in_again,
     return_to_goes_to_the_site_and_nowhere_else,
     cors_answers_listed_origins_only_and_never_with_credentials,
+    a_request_has_few_cookies_of_the_name_tried,
 );
 
 const PUBLIC_URL: &str = "https://login.example.test";
@@ -595,4 +596,21 @@ async fn cors_answers_listed_origins_only_and_never_with_credentials(backend: Ba
     )
     .await;
     assert_eq!(seen.header("access-control-allow-origin"), None);
+}
+
+/// A sibling host may have set a cookie of the same name or two, and the live one is found behind
+/// them; a request with many is not searched to the end (each is work Gatehouse would do for it).
+async fn a_request_has_few_cookies_of_the_name_tried(backend: Backend) {
+    let app = spawn_app_with(backend, site()).await;
+    let (_, cookie) = signed_in(&app, "ann@example.com").await;
+    let (name, _) = cookie.split_once('=').unwrap();
+    let tossed = |n: usize| {
+        let made_up = format!("{name}={}", "A".repeat(64));
+        let mut all = vec![made_up; n];
+        all.push(cookie.clone());
+        all.join("; ")
+    };
+    assert!(admitted(&app, &tossed(2)).await, "behind two others");
+    assert!(admitted(&app, &tossed(7)).await, "the eighth is tried");
+    assert!(!admitted(&app, &tossed(8)).await, "the ninth is not");
 }
