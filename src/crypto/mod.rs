@@ -8,8 +8,10 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
+mod alg;
 mod master_key;
 
+pub use alg::{SigningAlg, UnknownAlg};
 pub use master_key::MasterKey;
 
 /// Sub-keys of the master key, one per purpose (HKDF-SHA256), so no key is used for two things.
