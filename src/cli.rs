@@ -18,7 +18,7 @@ mod keys;
 mod user;
 
 use audit::audit;
-use clients::clients;
+use clients::{ClientsCommand, clients};
 use keys::{KeysCommand, keys};
 use user::{UserCommand, user};
 
@@ -85,16 +85,6 @@ pub enum Command {
     /// 10 minutes; this is for operators and benchmarks, hence hidden from the help)
     #[command(hide = true)]
     Housekeep,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum ClientsCommand {
-    /// Register a client; prints its id and its secret, which is shown only this once
-    Add { name: String },
-    /// Print each client's id, creation time and name
-    List,
-    /// Remove a client: its introspection calls are refused within a second
-    Remove { id: String },
 }
 
 /// The command line: the settings every command reads are global flags; the server's own are

@@ -1,6 +1,6 @@
 //! What a starting server tells its operator besides `listening on`: where the pages are, whether
-//! passkeys are on (when off, why, and how to turn them on), and, before the first account, the
-//! command that makes one. `gatehouse check` prints the same lines.
+//! passkeys and the OpenID provider are on (when off, why, and how to turn them on), and, before
+//! the first account, the command that makes one. `gatehouse check` prints the same lines.
 
 use crate::config::Settings;
 use crate::store::Store;
@@ -34,6 +34,21 @@ pub fn passkeys(settings: &Settings) -> Result<String, String> {
     }
 }
 
+/// Whether the OpenID provider is on, with which issuer; when off, what turns it on.
+pub fn provider(settings: &Settings) -> Result<String, String> {
+    match settings.provider_issuer() {
+        Some(issuer) => Ok(format!(
+            "OpenID provider on: issuer {issuer}, discovery at {}/.well-known/openid-configuration",
+            settings.public_url
+        )),
+        None => Err(format!(
+            "OpenID provider off: the issuer ({}) is not an absolute http(s) URL; set \
+             GATEHOUSE_PUBLIC_URL (the issuer defaults to it) or GATEHOUSE_ISSUER to turn it on",
+            settings.issuer
+        )),
+    }
+}
+
 /// Before the first account: how to make the first administrator.
 pub fn no_accounts(settings: &Settings) -> String {
     format!(
@@ -50,6 +65,9 @@ pub async fn report(settings: &Settings, store: &Store) {
     match passkeys(settings) {
         Ok(line) => tracing::info!("{line}"),
         Err(line) => tracing::warn!("{line}"),
+    }
+    match provider(settings) {
+        Ok(line) | Err(line) => tracing::info!("{line}"),
     }
     match store.has_accounts().await {
         Ok(false) => tracing::info!("{}", no_accounts(settings)),

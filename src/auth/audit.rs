@@ -57,6 +57,8 @@ pub enum AdminRead {
     Audit,
     /// Organisations, one, or its members.
     Orgs,
+    /// The OAuth clients, or one.
+    Clients,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -119,9 +121,16 @@ pub enum AuditEvent {
     },
     ClientAdded {
         client: Uuid,
+        by: Actor,
+    },
+    /// A client's registration was changed (the admin API).
+    ClientChanged {
+        client: Uuid,
+        by: Actor,
     },
     ClientRemoved {
         client: Uuid,
+        by: Actor,
     },
     PasskeyAdded {
         passkey: Uuid,
@@ -213,6 +222,7 @@ impl AuditEvent {
             KeyRevoked { .. } => "key.revoked",
             RolesChanged { .. } => "user.roles_changed",
             ClientAdded { .. } => "client.added",
+            ClientChanged { .. } => "client.changed",
             ClientRemoved { .. } => "client.removed",
             PasskeyAdded { .. } => "passkey.added",
             PasskeyRemoved { .. } => "passkey.removed",
@@ -278,6 +288,7 @@ impl AuditEvent {
                 self::AdminRead::Sessions => "sessions",
                 self::AdminRead::Audit => "audit",
                 self::AdminRead::Orgs => "orgs",
+                self::AdminRead::Clients => "clients",
             }
             .into(),
             KeyRotated { kid } => format!("kid={kid} via=cli"),
@@ -288,8 +299,9 @@ impl AuditEvent {
                 added.join(","),
                 removed.join(",")
             ),
-            ClientAdded { client } => format!("client={client} via=cli"),
-            ClientRemoved { client } => format!("client={client} via=cli"),
+            ClientAdded { client, by }
+            | ClientChanged { client, by }
+            | ClientRemoved { client, by } => format!("client={client} via={}", by.via()),
             PasskeyAdded { passkey } | PasskeyRemoved { passkey } => format!("passkey={passkey}"),
             PasskeyLogin { passkey } | PasskeySecondFactor { passkey } => {
                 format!("passkey passkey={passkey}")

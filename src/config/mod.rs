@@ -207,6 +207,20 @@ impl Settings {
     pub fn sqlite_path(&self) -> Option<PathBuf> {
         sqlite_path(self.database_url.as_str())
     }
+
+    /// The issuer when it is an absolute http(s) URL, and so the OpenID provider is on (docs/api.md
+    /// §11): relying parties compare the ID token's `iss` with the URL they discovered it at, and
+    /// an issuer such as the default `gatehouse` cannot be one.
+    pub fn provider_issuer(&self) -> Option<&str> {
+        let url = url::Url::parse(&self.issuer).ok()?;
+        let absolute = matches!(url.scheme(), "http" | "https")
+            && url.host().is_some()
+            && url.username().is_empty()
+            && url.password().is_none()
+            && url.query().is_none()
+            && url.fragment().is_none();
+        absolute.then_some(self.issuer.as_str())
+    }
 }
 
 /// A `sqlite://PATH` naming a file, or a `postgres://` URL.
@@ -356,6 +370,24 @@ mod tests {
         );
         assert_eq!(resolve(with_url(Some("urn:x"))).unwrap().issuer, "urn:x");
         assert!(resolve(with_url(Some(" "))).is_err());
+        // The OpenID provider is on only with an absolute http(s) issuer.
+        assert_eq!(s.provider_issuer(), None);
+        assert_eq!(
+            resolve(with_url(None)).unwrap().provider_issuer(),
+            Some("https://login.example.com")
+        );
+        for off in [
+            "urn:x",
+            "login.example.com",
+            "ftp://x.example",
+            "https://x.example/#f",
+        ] {
+            assert_eq!(
+                resolve(with_url(Some(off))).unwrap().provider_issuer(),
+                None,
+                "{off}"
+            );
+        }
         assert_eq!(s.audience, "gatehouse-api");
         assert_eq!(s.log_format, LogFormat::Text);
         assert_eq!(s.write_timeout, Duration::from_secs(10));

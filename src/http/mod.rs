@@ -57,6 +57,8 @@ pub struct AppState {
     /// Where users reach the service, for absolute URLs (RFC 8414 metadata).
     public_url: Arc<str>,
     issuer: Arc<str>,
+    /// The issuer when the OpenID provider is on (`Settings::provider_issuer`).
+    provider_issuer: Option<Arc<str>>,
     /// The pages' templates and what they show of the settings.
     pages: pages::SharedPages,
     /// The session cookie's attributes and the CORS origins (docs/api.md §6b).
@@ -76,9 +78,25 @@ impl AppState {
             )),
             public_url: settings.public_url.as_str().into(),
             issuer: settings.issuer.as_str().into(),
+            provider_issuer: settings.provider_issuer().map(Arc::from),
             pages: Arc::new(pages::Pages::new(settings)?),
             browser: Arc::new(settings.browser.clone()),
         })
+    }
+
+    /// The issuer, when the OpenID provider is on (docs/api.md §11): its endpoints answer 404
+    /// `NOT_FOUND` while this is `None`, as `require_provider` does.
+    pub(crate) fn provider_issuer(&self) -> Option<&str> {
+        self.provider_issuer.as_deref()
+    }
+
+    /// `NotFound` while the OpenID provider is off: its endpoints are as absent as unknown routes.
+    #[allow(
+        dead_code,
+        reason = "the provider's flows (authorize, token, userinfo) call it"
+    )]
+    pub(crate) fn require_provider(&self) -> Result<&str, Error> {
+        self.provider_issuer().ok_or(Error::NotFound)
     }
 
     /// Whether the socket peer is a trusted proxy, whose forwarded headers are believed.

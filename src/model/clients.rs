@@ -1,13 +1,129 @@
-//! Services registered to call Gatehouse as clients (introspection).
+//! The clients of Gatehouse's OAuth 2.0 / OpenID Connect provider (docs/api.md §11): one registry
+//! for relying parties that sign people in and for the services that introspect tokens (§6), which
+//! are its confidential clients.
+
+use std::fmt;
 
 use uuid::Uuid;
 
-/// A service registered to introspect tokens (`gatehouse clients add`).
-#[derive(Debug, Clone)]
-pub struct ApiClient {
+// The JWS algorithm names are a leaf of the crate like this module: sharing the type keeps one
+// spelling of `RS256` for the keys, the registry and discovery.
+pub use crate::crypto::SigningAlg;
+
+/// RFC 6749 §2.1. A public client (a SPA, a mobile app) cannot keep a secret: it has none, and
+/// never gets `client_credentials` nor introspection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ClientType {
+    Confidential,
+    Public,
+}
+
+impl ClientType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClientType::Confidential => "confidential",
+            ClientType::Public => "public",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<ClientType> {
+        match name {
+            "confidential" => Some(ClientType::Confidential),
+            "public" => Some(ClientType::Public),
+            _ => None,
+        }
+    }
+}
+
+/// The grants a client may use at the token endpoint, by their RFC 6749 names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum GrantType {
+    AuthorizationCode,
+    RefreshToken,
+    ClientCredentials,
+}
+
+impl GrantType {
+    /// Every grant, in the order discovery lists them.
+    pub const ALL: [GrantType; 3] = [
+        GrantType::AuthorizationCode,
+        GrantType::RefreshToken,
+        GrantType::ClientCredentials,
+    ];
+
+    /// A client registered without grants has these (docs/api.md §11).
+    pub const DEFAULT: [GrantType; 2] = [GrantType::AuthorizationCode, GrantType::RefreshToken];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            GrantType::AuthorizationCode => "authorization_code",
+            GrantType::RefreshToken => "refresh_token",
+            GrantType::ClientCredentials => "client_credentials",
+        }
+    }
+
+    /// Exactly the RFC names (case-sensitive, as at the token endpoint).
+    pub fn parse(name: &str) -> Option<GrantType> {
+        GrantType::ALL.into_iter().find(|g| g.as_str() == name)
+    }
+}
+
+impl fmt::Display for GrantType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A registered client. Built only by the registry (`auth::Clients`), which checks every field;
+/// the store reads back what it wrote.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Client {
     pub id: Uuid,
     pub name: String,
-    /// Keyed hash of the secret (`Secrets::client_secret_hash`); the secret itself is shown once.
+    pub client_type: ClientType,
+    /// First-party clients (the team's own apps) skip the consent page.
+    pub first_party: bool,
+    /// Keyed hash of the secret (`Secrets::client_secret_hash`), shown once; empty for a public
+    /// client, which no presented secret can match.
     pub secret_hash: Vec<u8>,
+    /// Absolute URIs, compared by `allows_redirect`.
+    pub redirect_uris: Vec<String>,
+    pub post_logout_redirect_uris: Vec<String>,
+    pub grant_types: Vec<GrantType>,
+    /// From `auth::oauth::scopes::SUPPORTED`.
+    pub scopes: Vec<String>,
+    pub backchannel_logout_uri: Option<String>,
+    /// How its ID tokens (and logout tokens) are signed.
+    pub id_token_alg: SigningAlg,
     pub created_at: i64,
+    /// Last change (ms); every instance reads a client again within `CLIENT_CACHE_MS`.
+    pub updated_at: i64,
+}
+
+// The flows (authorize, token, end-session), which land next, ask these.
+#[allow(dead_code)]
+impl Client {
+    /// Whether `uri` is one of the client's redirect URIs: exactly (RFC 9700 §4.1.3), or a
+    /// registered loopback `http://127.0.0.1` / `http://[::1]` URI on another port (RFC 8252 §7.3).
+    pub fn allows_redirect(&self, uri: &str) -> bool {
+        super::redirect::allows(&self.redirect_uris, uri)
+    }
+
+    /// Whether `uri` is one of the client's post-logout redirect URIs (same rules).
+    pub fn allows_post_logout_redirect(&self, uri: &str) -> bool {
+        super::redirect::allows(&self.post_logout_redirect_uris, uri)
+    }
+
+    pub fn has_grant(&self, grant: GrantType) -> bool {
+        self.grant_types.contains(&grant)
+    }
+
+    pub fn is_public(&self) -> bool {
+        self.client_type == ClientType::Public
+    }
+
+    /// Whether the client is registered for `scope`.
+    pub fn allows_scope(&self, scope: &str) -> bool {
+        self.scopes.iter().any(|s| s == scope)
+    }
 }

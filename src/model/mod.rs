@@ -7,10 +7,13 @@ pub mod contacts;
 pub mod mail;
 pub mod orgs;
 pub mod passkeys;
+// Matching is for the flows, which land next; the registry checks with it already.
+#[allow(dead_code)]
+pub mod redirect;
 pub mod sessions;
 pub mod users;
 
-pub use clients::ApiClient;
+pub use clients::{Client, ClientType, GrantType};
 pub use sessions::{
     ClientInfo, CookieSession, EndReason, Factor, Identity, LoginOutcome, LogoutScope, Principal,
     RefreshRecord, Session, SessionInfo, TokenSet, is_multi_factor,

@@ -106,7 +106,8 @@ async fn every_admin_route_refuses_the_wrong_callers(backend: Backend) {
             );
             operations.push((
                 method.to_uppercase(),
-                path.replace("{id}", &victim.to_string()),
+                path.replace("{id}", &victim.to_string())
+                    .replace("{clientId}", &victim.to_string()),
             ));
         }
     }

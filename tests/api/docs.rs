@@ -45,6 +45,7 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("get", "/readyz", false),
     ("post", "/oauth2/introspect", false),
     ("get", "/.well-known/oauth-authorization-server", false),
+    ("get", "/.well-known/openid-configuration", false),
     ("post", "/api/v1/auth/passkeys/register/start", true),
     ("post", "/api/v1/auth/passkeys/register/finish", true),
     ("get", "/api/v1/auth/passkeys", true),
@@ -95,6 +96,11 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("get", "/api/v1/admin/orgs/{id}", true),
     ("delete", "/api/v1/admin/orgs/{id}", true),
     ("get", "/api/v1/admin/orgs/{id}/members", true),
+    ("get", "/api/v1/admin/clients", true),
+    ("post", "/api/v1/admin/clients", true),
+    ("get", "/api/v1/admin/clients/{clientId}", true),
+    ("patch", "/api/v1/admin/clients/{clientId}", true),
+    ("delete", "/api/v1/admin/clients/{clientId}", true),
 ];
 
 /// Forward-auth (docs/api.md §6): any method a proxy may use, a bearer token, no envelope.

@@ -208,6 +208,6 @@ async fn metadata_names_the_keys_and_the_introspection_endpoint(backend: Backend
     );
     assert_eq!(
         metadata["introspection_endpoint_auth_methods_supported"],
-        serde_json::json!(["client_secret_basic"])
+        serde_json::json!(["client_secret_basic", "client_secret_post"])
     );
 }

@@ -24,6 +24,7 @@ mod browser_sessions;
 mod cli;
 mod cli_check;
 mod cli_safety;
+mod clients;
 mod contacts;
 mod docs;
 mod errors;

@@ -1,4 +1,4 @@
-//! `/api/v1/admin/…` (docs/api.md §8): accounts and the audit trail, for admins signed in with a
+//! `/api/v1/admin/…` (docs/api.md §8): accounts, the audit trail and the OAuth clients (§11), for admins signed in with a
 //! second factor. Every handler takes `Admin`, the gate, first, so no call reads its body or
 //! touches an account before the caller is known to be one; the actions themselves are the ones
 //! the `gatehouse` command runs (`auth::admin`).
@@ -14,6 +14,7 @@ use crate::error::{Error, Result, Validator};
 use crate::model::{ClientInfo, Principal};
 
 mod audit;
+mod clients;
 mod orgs;
 mod users;
 mod views;
@@ -27,6 +28,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(users::router())
         .merge(audit::router())
         .merge(orgs::router())
+        .merge(clients::router())
 }
 
 /// The caller of an administration call: an admin whose session has a second factor

@@ -195,7 +195,7 @@ struct PatchRequest {
 }
 
 /// A field that is present: `Some(None)` for `null`, told apart from a field left out (`None`).
-fn given<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+pub(super) fn given<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where
     D: serde::Deserializer<'de>,
     T: Deserialize<'de>,

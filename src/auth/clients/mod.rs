@@ -1,0 +1,230 @@
+//! The client registry of the OpenID provider (docs/api.md §11), whose confidential clients are
+//! also the services registered to introspect tokens (§6). An operator adds one with `gatehouse
+//! clients add` or the admin API and is shown its secret once; the database keeps only a keyed
+//! hash of it. Every instance reads a client again within `CLIENT_CACHE_MS` of a change.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+
+use subtle::ConstantTimeEq as _;
+use uuid::Uuid;
+
+use super::Core;
+use super::admin::Operator;
+use super::audit::{AdminRead, AuditEvent};
+use crate::crypto::random_token;
+use crate::error::{Error, Result};
+use crate::model::{Client, ClientType};
+
+mod spec;
+
+pub use spec::{ClientChanges, NewClient};
+
+/// How long a client read from the database is believed without reading it again: a guarded
+/// service introspects on every request, and a database read per call cost about half of an
+/// introspection's time (BENCHMARKS.md). A removed or changed client is seen so everywhere within
+/// this.
+pub const CLIENT_CACHE_MS: i64 = 1_000;
+
+/// Clients remembered at most; past that the table starts over.
+const CLIENT_CACHE_CAPACITY: usize = 10_000;
+
+/// Registered clients recently read, by id, with the time they were read (ms). Unknown ids are
+/// never remembered, so guessing cannot fill the table.
+#[derive(Default)]
+struct KnownClients(Mutex<HashMap<Uuid, (Client, i64)>>);
+
+impl KnownClients {
+    fn get(&self, id: Uuid, now: i64) -> Option<Client> {
+        let known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        known
+            .get(&id)
+            .filter(|(_, read_at)| now - read_at < CLIENT_CACHE_MS)
+            .map(|(client, _)| client.clone())
+    }
+
+    fn put(&self, client: &Client, now: i64) {
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if known.len() >= CLIENT_CACHE_CAPACITY {
+            known.clear();
+        }
+        known.insert(client.id, (client.clone(), now));
+    }
+
+    fn forget(&self, id: Uuid) {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).remove(&id);
+    }
+}
+
+/// The registered clients, and those recently read.
+#[derive(Clone)]
+pub struct Clients {
+    pub(super) core: Arc<Core>,
+    known: Arc<KnownClients>,
+}
+
+impl Clients {
+    pub(super) fn new(core: Arc<Core>) -> Clients {
+        Clients {
+            core,
+            known: Arc::default(),
+        }
+    }
+
+    /// Registers a client; returns it and, for a confidential client, its secret, which is not
+    /// kept and cannot be shown again.
+    pub async fn create(
+        &self,
+        op: Operator<'_>,
+        new: NewClient,
+    ) -> Result<(Client, Option<String>)> {
+        let asked_grants = new.grant_types.is_some();
+        let checked = new.check(asked_grants)?;
+        let id = Uuid::now_v7();
+        let now = self.core.clock.now_ms();
+        let secret = (checked.client_type == ClientType::Confidential).then(random_token);
+        let secret_hash = secret.as_deref().map_or_else(Vec::new, |s| {
+            self.core
+                .secrets
+                .client_secret_hash(id.as_bytes(), s)
+                .to_vec()
+        });
+        let client = Client {
+            id,
+            name: checked.name,
+            client_type: checked.client_type,
+            first_party: checked.first_party,
+            secret_hash,
+            redirect_uris: checked.redirect_uris,
+            post_logout_redirect_uris: checked.post_logout_redirect_uris,
+            grant_types: checked.grant_types,
+            scopes: checked.scopes,
+            backchannel_logout_uri: checked.backchannel_logout_uri,
+            id_token_alg: checked.id_token_alg,
+            created_at: now,
+            updated_at: now,
+        };
+        self.core.store.insert_client(&client).await?;
+        let event = AuditEvent::ClientAdded {
+            client: id,
+            by: op.actor(),
+        };
+        self.core.audit_by(op, event, None).await;
+        Ok((client, secret))
+    }
+
+    /// Every client, oldest first.
+    pub async fn list(&self, op: Operator<'_>) -> Result<Vec<Client>> {
+        let clients = self.core.store.clients().await?;
+        self.admin_read(op).await;
+        Ok(clients)
+    }
+
+    /// One client, read now (`NotFound` without it).
+    pub async fn get(&self, op: Operator<'_>, id: Uuid) -> Result<Client> {
+        let client = self.core.store.client(id).await?.ok_or(Error::NotFound)?;
+        self.admin_read(op).await;
+        Ok(client)
+    }
+
+    /// Changes a client; the whole client is checked again. `NotFound` without it.
+    pub async fn update(
+        &self,
+        op: Operator<'_>,
+        id: Uuid,
+        changes: ClientChanges,
+    ) -> Result<Client> {
+        let current = self.core.store.client(id).await?.ok_or(Error::NotFound)?;
+        let asked_grants = changes.grant_types.is_some() || changes.redirect_uris.is_some();
+        let checked = changes.over(&current)?.check(asked_grants)?;
+        let client = Client {
+            name: checked.name,
+            first_party: checked.first_party,
+            redirect_uris: checked.redirect_uris,
+            post_logout_redirect_uris: checked.post_logout_redirect_uris,
+            grant_types: checked.grant_types,
+            scopes: checked.scopes,
+            backchannel_logout_uri: checked.backchannel_logout_uri,
+            id_token_alg: checked.id_token_alg,
+            // Never later than now, and always after the last change (clocks of two instances).
+            updated_at: self.core.clock.now_ms().max(current.updated_at + 1),
+            ..current
+        };
+        if !self.core.store.update_client(&client).await? {
+            return Err(Error::NotFound);
+        }
+        self.known.forget(id);
+        let event = AuditEvent::ClientChanged {
+            client: id,
+            by: op.actor(),
+        };
+        self.core.audit_by(op, event, None).await;
+        Ok(client)
+    }
+
+    /// `NotFound` if there is no such client. Its calls are refused from now on here, and within
+    /// `CLIENT_CACHE_MS` on other instances.
+    pub async fn remove(&self, op: Operator<'_>, id: Uuid) -> Result<()> {
+        if !self.core.store.delete_client(id).await? {
+            return Err(Error::NotFound);
+        }
+        self.known.forget(id);
+        let event = AuditEvent::ClientRemoved {
+            client: id,
+            by: op.actor(),
+        };
+        self.core.audit_by(op, event, None).await;
+        Ok(())
+    }
+
+    /// The client of a `client_id` as the OAuth endpoints receive it, read at most
+    /// `CLIENT_CACHE_MS` ago; `None` for an unknown id or one that is not a UUID.
+    pub async fn find(&self, client_id: &str) -> Result<Option<Client>> {
+        let Ok(id) = Uuid::parse_str(client_id) else {
+            return Ok(None);
+        };
+        let now = self.core.clock.now_ms();
+        if let Some(client) = self.known.get(id, now) {
+            return Ok(Some(client));
+        }
+        let read = self.core.store.client(id).await?;
+        if let Some(client) = &read {
+            self.known.put(client, now);
+        }
+        Ok(read)
+    }
+
+    /// The confidential client these credentials name, or `None` when they are wrong in any way
+    /// (unknown id, not an id, wrong secret, a public client): the caller cannot tell which. Wrong
+    /// credentials count against the caller's address (`RATE_LIMITED` once it has none left).
+    pub async fn authenticate(
+        &self,
+        id: &str,
+        secret: &str,
+        ip: Option<IpAddr>,
+    ) -> Result<Option<Client>> {
+        self.core.throttle.client_check_from(ip)?;
+        let client = self
+            .find(id)
+            .await?
+            .filter(|c| c.client_type == ClientType::Confidential);
+        // The hash is computed whether or not the client exists, so timing tells nothing either.
+        let id_bytes = client.as_ref().map_or([0; 16], |c| *c.id.as_bytes());
+        let presented = self.core.secrets.client_secret_hash(&id_bytes, secret);
+        let matched = client.filter(|c| bool::from(c.secret_hash.ct_eq(&presented[..])));
+        if matched.is_none() {
+            self.core.throttle.client_failed_from(ip);
+        }
+        Ok(matched)
+    }
+
+    /// An admin's reads are audited (§8); the operator's at the CLI are not, as before.
+    async fn admin_read(&self, op: Operator<'_>) {
+        if let Operator::Admin { .. } = op {
+            self.core
+                .audit_by(op, AuditEvent::AdminRead(AdminRead::Clients), None)
+                .await;
+        }
+    }
+}

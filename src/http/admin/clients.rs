@@ -1,0 +1,319 @@
+//! `/admin/clients…` (docs/api.md §11, §8): the client registry of the OpenID provider, as
+//! `gatehouse clients` manages it. The checks are the registry's (`auth::Clients`); this file
+//! turns JSON into its requests and its clients into JSON.
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+use uuid::Uuid;
+
+use super::Admin;
+use super::users::{gate_errors, given};
+use crate::auth::{ClientChanges, NewClient};
+use crate::clock::rfc3339;
+use crate::error::{Error, FieldErrors, Result};
+use crate::http::docs::{body_errors, error_responses};
+use crate::http::extract::{AppJson, PathId};
+use crate::http::{Answer, AppState, Envelope, ok};
+use crate::model::Client;
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .routes(routes!(list, create))
+        .routes(routes!(one, update, delete))
+}
+
+/// A registered client (docs/api.md §11).
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+#[schema(as = OAuthClient)]
+pub struct ClientView {
+    /// Its `client_id`.
+    client_id: Uuid,
+    #[schema(example = "Grafana")]
+    name: String,
+    /// `confidential` (has a secret) or `public` (a SPA or native app: none).
+    #[serde(rename = "type")]
+    #[schema(example = "confidential")]
+    client_type: &'static str,
+    /// First-party clients skip the consent page.
+    first_party: bool,
+    #[schema(example = json!(["https://grafana.example.com/login/generic_oauth"]))]
+    redirect_uris: Vec<String>,
+    #[schema(example = json!(["https://grafana.example.com/logout"]))]
+    post_logout_redirect_uris: Vec<String>,
+    #[schema(example = json!(["authorization_code", "refresh_token"]))]
+    grant_types: Vec<&'static str>,
+    #[schema(example = json!(["openid", "profile", "email", "offline_access"]))]
+    scopes: Vec<String>,
+    #[schema(example = "https://grafana.example.com/backchannel-logout")]
+    backchannel_logout_uri: Option<String>,
+    #[schema(example = "RS256")]
+    id_token_signed_response_alg: &'static str,
+    #[schema(format = DateTime, example = "2026-11-24T09:30:00.417Z")]
+    created_at: String,
+}
+
+impl From<Client> for ClientView {
+    fn from(c: Client) -> Self {
+        ClientView {
+            client_id: c.id,
+            client_type: c.client_type.as_str(),
+            grant_types: c.grant_types.iter().map(|g| g.as_str()).collect(),
+            id_token_signed_response_alg: c.id_token_alg.as_str(),
+            created_at: rfc3339(c.created_at),
+            name: c.name,
+            first_party: c.first_party,
+            redirect_uris: c.redirect_uris,
+            post_logout_redirect_uris: c.post_logout_redirect_uris,
+            scopes: c.scopes,
+            backchannel_logout_uri: c.backchannel_logout_uri,
+        }
+    }
+}
+
+/// A new client, and its secret this once.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct CreatedClient {
+    #[serde(flatten)]
+    client: ClientView,
+    /// Shown only now (stored as a keyed hash); `null` for a public client.
+    #[schema(example = "q3Jx0v9Qm2p6a1F4b7c8d9e0f1g2h3i4j5k6l7m8n9o")]
+    client_secret: Option<String>,
+}
+
+#[derive(Serialize, ToSchema)]
+struct ClientList {
+    /// Oldest first.
+    items: Vec<ClientView>,
+}
+
+/// What was removed.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ClientRemoved {
+    client_id: Uuid,
+}
+
+error_responses!(ListErrors: gate_errors());
+
+/// Every registered client, oldest first.
+#[utoipa::path(get, path = "/clients", tag = "admin", security(("bearer" = [])),
+    responses((status = 200, description = "The clients", body = Envelope<ClientList>), ListErrors))]
+async fn list(State(state): State<AppState>, admin: Admin) -> Result<Answer<ClientList>> {
+    let clients = state.auth.clients.list(admin.op()).await?;
+    Ok(ok(ClientList {
+        items: clients.into_iter().map(ClientView::from).collect(),
+    }))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(rename_all = "camelCase", default)]
+struct CreateRequest {
+    /// 1 to 200 characters, shown on the consent page.
+    #[schema(required = true, min_length = 1, max_length = 200, example = "Grafana")]
+    name: String,
+    /// `confidential` (default) or `public`.
+    #[serde(rename = "type")]
+    #[schema(example = "confidential")]
+    client_type: Option<String>,
+    first_party: bool,
+    /// Absolute, no fragment: https, http on 127.0.0.1, [::1] or localhost, or a private-use
+    /// scheme with a dot (`com.example.app:/callback`). Needed for `authorization_code`.
+    #[schema(example = json!(["https://grafana.example.com/login/generic_oauth"]))]
+    redirect_uris: Vec<String>,
+    /// By the same rules as `redirectUris`.
+    post_logout_redirect_uris: Vec<String>,
+    /// Of `authorization_code`, `refresh_token`, `client_credentials` (not for a public client);
+    /// default `authorization_code` and `refresh_token`.
+    #[schema(example = json!(["authorization_code", "refresh_token"]))]
+    grant_types: Option<Vec<String>>,
+    /// Of `openid profile email offline_access roles contacts:read contacts:write`; default
+    /// `openid profile email offline_access`.
+    #[schema(example = json!(["openid", "profile", "email", "offline_access"]))]
+    scopes: Option<Vec<String>>,
+    /// https, or http on a loopback host.
+    backchannel_logout_uri: Option<String>,
+    /// `RS256` (default), `ES256` or `EdDSA`.
+    #[schema(example = "RS256")]
+    id_token_signed_response_alg: Option<String>,
+}
+
+fn uri_error() -> Error {
+    Error::field(
+        "redirectUris",
+        "\"http://app.example.com/cb\" may be http only on 127.0.0.1, [::1] or localhost; else https",
+    )
+}
+
+error_responses!(CreateErrors: body_errors(), [uri_error()], gate_errors());
+
+/// Register a client; its secret is in the answer this once.
+#[utoipa::path(post, path = "/clients", tag = "admin", security(("bearer" = [])),
+    request_body = CreateRequest,
+    responses((status = 201, description = "The new client, with its secret", body = Envelope<CreatedClient>), CreateErrors))]
+async fn create(
+    State(state): State<AppState>,
+    admin: Admin,
+    AppJson(body): AppJson<CreateRequest>,
+) -> Result<(StatusCode, Answer<CreatedClient>)> {
+    let new = NewClient {
+        name: body.name,
+        client_type: body.client_type,
+        first_party: body.first_party,
+        redirect_uris: body.redirect_uris,
+        post_logout_redirect_uris: body.post_logout_redirect_uris,
+        grant_types: body.grant_types,
+        scopes: body.scopes,
+        backchannel_logout_uri: body.backchannel_logout_uri,
+        id_token_alg: body.id_token_signed_response_alg,
+    };
+    let (client, secret) = state.auth.clients.create(admin.op(), new).await?;
+    Ok((
+        StatusCode::CREATED,
+        ok(CreatedClient {
+            client: client.into(),
+            client_secret: secret,
+        }),
+    ))
+}
+
+error_responses!(OneErrors: [Error::NotFound], gate_errors());
+
+/// One client.
+#[utoipa::path(get, path = "/clients/{clientId}", tag = "admin", security(("bearer" = [])),
+    params(("clientId" = Uuid, Path, description = "The client's id")),
+    responses((status = 200, description = "The client", body = Envelope<ClientView>), OneErrors))]
+async fn one(
+    State(state): State<AppState>,
+    admin: Admin,
+    PathId(id): PathId,
+) -> Result<Answer<ClientView>> {
+    Ok(ok(state.auth.clients.get(admin.op(), id).await?.into()))
+}
+
+/// Each field is left out (kept) or given; `null` is no value but for `backchannelLogoutUri`,
+/// where it removes the URI.
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(rename_all = "camelCase", default)]
+struct PatchRequest {
+    /// Only the client's own: a client's type never changes.
+    #[serde(rename = "type", deserialize_with = "given")]
+    #[schema(value_type = Option<String>, example = "confidential")]
+    client_type: Option<Option<String>>,
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<String>, min_length = 1, max_length = 200, example = "Grafana")]
+    name: Option<Option<String>>,
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<bool>)]
+    first_party: Option<Option<bool>>,
+    /// The whole list (URIs left out are removed).
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<Vec<String>>)]
+    redirect_uris: Option<Option<Vec<String>>>,
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<Vec<String>>)]
+    post_logout_redirect_uris: Option<Option<Vec<String>>>,
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<Vec<String>>)]
+    grant_types: Option<Option<Vec<String>>>,
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<Vec<String>>)]
+    scopes: Option<Option<Vec<String>>>,
+    /// `null` removes it.
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<String>)]
+    backchannel_logout_uri: Option<Option<String>>,
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<String>, example = "ES256")]
+    id_token_signed_response_alg: Option<Option<String>>,
+}
+
+impl PatchRequest {
+    /// The registry's changes; `null` where it means nothing is a field error.
+    fn changes(self) -> Result<ClientChanges> {
+        let mut nulls = FieldErrors::new();
+        let n = &mut nulls;
+        let client_type = not_null(n, "type", self.client_type);
+        let name = not_null(n, "name", self.name);
+        let first_party = not_null(n, "firstParty", self.first_party);
+        let redirect_uris = not_null(n, "redirectUris", self.redirect_uris);
+        let post_logout_redirect_uris =
+            not_null(n, "postLogoutRedirectUris", self.post_logout_redirect_uris);
+        let grant_types = not_null(n, "grantTypes", self.grant_types);
+        let scopes = not_null(n, "scopes", self.scopes);
+        let id_token_alg = not_null(
+            n,
+            "idTokenSignedResponseAlg",
+            self.id_token_signed_response_alg,
+        );
+        if !nulls.is_empty() {
+            return Err(Error::Validation(nulls));
+        }
+        Ok(ClientChanges {
+            client_type,
+            name,
+            first_party,
+            redirect_uris,
+            post_logout_redirect_uris,
+            grant_types,
+            scopes,
+            backchannel_logout_uri: self.backchannel_logout_uri,
+            id_token_alg,
+        })
+    }
+}
+
+/// A field's value when given; `null` recorded as an error.
+fn not_null<T>(nulls: &mut FieldErrors, name: &str, value: Option<Option<T>>) -> Option<T> {
+    if let Some(None) = value {
+        nulls.insert(name.to_owned(), "must not be null".to_owned());
+    }
+    value.flatten()
+}
+
+error_responses!(PatchErrors: body_errors(), [uri_error(), Error::NotFound], gate_errors());
+
+/// Change a client's registration.
+///
+/// Each given field is replaced; the others stay. The whole client is checked again (a client with
+/// `authorization_code` keeps at least one redirect URI). Every instance sees the change within
+/// 1 s.
+#[utoipa::path(patch, path = "/clients/{clientId}", tag = "admin", security(("bearer" = [])),
+    params(("clientId" = Uuid, Path, description = "The client's id")),
+    request_body = PatchRequest,
+    responses((status = 200, description = "The client as it is now", body = Envelope<ClientView>), PatchErrors))]
+async fn update(
+    State(state): State<AppState>,
+    admin: Admin,
+    PathId(id): PathId,
+    AppJson(body): AppJson<PatchRequest>,
+) -> Result<Answer<ClientView>> {
+    let changes = body.changes()?;
+    if changes.is_empty() {
+        return Err(Error::field(
+            "body",
+            "must give at least one field of the client to change",
+        ));
+    }
+    let client = state.auth.clients.update(admin.op(), id, changes).await?;
+    Ok(ok(client.into()))
+}
+
+/// Remove a client: its calls (introspection, the token endpoint) are refused on every instance
+/// within 1 s.
+#[utoipa::path(delete, path = "/clients/{clientId}", tag = "admin", security(("bearer" = [])),
+    params(("clientId" = Uuid, Path, description = "The client's id")),
+    responses((status = 200, description = "Removed", body = Envelope<ClientRemoved>), OneErrors))]
+async fn delete(
+    State(state): State<AppState>,
+    admin: Admin,
+    PathId(id): PathId,
+) -> Result<Answer<ClientRemoved>> {
+    state.auth.clients.remove(admin.op(), id).await?;
+    Ok(ok(ClientRemoved { client_id: id }))
+}

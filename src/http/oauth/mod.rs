@@ -1,0 +1,215 @@
+//! OAuth 2.0 and OpenID Connect endpoints (docs/api.md §6, §11): RFC 7662 introspection for
+//! registered clients, and the discovery documents. These speak OAuth's own JSON (`{"active": …}`,
+//! `{"error": …}`), not the envelope, so that stock OAuth libraries can call them. Client
+//! authentication is here once for every endpoint that takes it.
+
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+
+use super::AppState;
+
+mod discovery;
+mod introspect;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new()
+        .merge(introspect::router())
+        .merge(discovery::router())
+}
+
+/// RFC 6749 §5.2's error answer.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct OAuthError {
+    #[schema(example = "invalid_client")]
+    pub error: &'static str,
+}
+
+pub(crate) fn oauth_error(status: StatusCode, error: &'static str) -> Response {
+    (status, axum::Json(OAuthError { error })).into_response()
+}
+
+pub(crate) fn invalid_client() -> Response {
+    (
+        StatusCode::UNAUTHORIZED,
+        [(header::WWW_AUTHENTICATE, r#"Basic realm="gatehouse""#)],
+        axum::Json(OAuthError {
+            error: "invalid_client",
+        }),
+    )
+        .into_response()
+}
+
+/// A form body's parameters; `None` without a form content type or with a body that is not one.
+pub(crate) fn form_parameters(headers: &HeaderMap, body: &[u8]) -> Option<Vec<(String, String)>> {
+    let form = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| {
+            v.trim()
+                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        });
+    form.then(|| {
+        form_urlencoded::parse(body)
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect()
+    })
+}
+
+/// A parameter given at most once (RFC 6749 §3.2: a parameter must not be repeated): `Ok(None)`
+/// when absent, `Err(())` when repeated. An empty value counts as absent.
+pub(crate) fn single<'a>(form: &'a [(String, String)], name: &str) -> Result<Option<&'a str>, ()> {
+    let mut values = form
+        .iter()
+        .filter(|(k, _)| k == name)
+        .map(|(_, v)| v.as_str());
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(());
+    }
+    Ok(first.filter(|v| !v.is_empty()))
+}
+
+/// How a client presented its credentials (RFC 6749 §2.3.1).
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum ClientCredentials {
+    /// `client_secret_basic` or `client_secret_post`: an id and a secret.
+    Secret { id: String, secret: String },
+    /// No secret at all: a public client names itself with `client_id`, or nobody is named.
+    None { id: Option<String> },
+    /// Two methods at once, or a repeated parameter: `invalid_request` (RFC 6749 §2.3).
+    Ambiguous,
+}
+
+/// The client's credentials: HTTP Basic, or `client_id` and `client_secret` in the form.
+pub(crate) fn client_credentials(
+    headers: &HeaderMap,
+    form: Option<&[(String, String)]>,
+) -> ClientCredentials {
+    let (id, secret) = match form {
+        Some(form) => match (single(form, "client_id"), single(form, "client_secret")) {
+            (Ok(id), Ok(secret)) => (id, secret),
+            _ => return ClientCredentials::Ambiguous,
+        },
+        None => (None, None),
+    };
+    if headers.contains_key(header::AUTHORIZATION) {
+        if secret.is_some() {
+            return ClientCredentials::Ambiguous;
+        }
+        // Unreadable Basic credentials are wrong credentials: checked (and counted) the same way.
+        let (basic_id, basic_secret) = basic_credentials(headers).unwrap_or_default();
+        if id.is_some_and(|id| id != basic_id) {
+            return ClientCredentials::Ambiguous;
+        }
+        return ClientCredentials::Secret {
+            id: basic_id,
+            secret: basic_secret,
+        };
+    }
+    match (id, secret) {
+        (Some(id), Some(secret)) => ClientCredentials::Secret {
+            id: id.to_owned(),
+            secret: secret.to_owned(),
+        },
+        (None, Some(_)) => ClientCredentials::Ambiguous,
+        (id, None) => ClientCredentials::None {
+            id: id.map(str::to_owned),
+        },
+    }
+}
+
+/// `Authorization: Basic base64(id:secret)`, each part form-urlencoded (RFC 6749 §2.3.1).
+fn basic_credentials(headers: &HeaderMap) -> Option<(String, String)> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, encoded) = value.split_once(' ')?;
+    if !scheme.eq_ignore_ascii_case("basic") {
+        return None;
+    }
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim())
+        .ok()?;
+    let decoded = String::from_utf8(decoded).ok()?;
+    let (id, secret) = decoded.split_once(':')?;
+    let unescape = |s: &str| -> Option<String> {
+        let plus = s.replace('+', " ");
+        percent_encoding::percent_decode_str(&plus)
+            .decode_utf8()
+            .ok()
+            .map(|c| c.into_owned())
+    };
+    Some((unescape(id)?, unescape(secret)?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn form(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    fn basic(id: &str, secret: &str) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{id}:{secret}"));
+        headers.insert(
+            header::AUTHORIZATION,
+            format!("Basic {encoded}").parse().unwrap(),
+        );
+        headers
+    }
+
+    #[test]
+    fn client_credentials_come_by_one_method() {
+        let secret = |id: &str, s: &str| ClientCredentials::Secret {
+            id: id.into(),
+            secret: s.into(),
+        };
+        let none = HeaderMap::new();
+        assert_eq!(client_credentials(&basic("a", "s"), None), secret("a", "s"));
+        let post = form(&[("client_id", "a"), ("client_secret", "s")]);
+        assert_eq!(client_credentials(&none, Some(&post)), secret("a", "s"));
+        let public = form(&[("client_id", "a")]);
+        assert_eq!(
+            client_credentials(&none, Some(&public)),
+            ClientCredentials::None {
+                id: Some("a".into())
+            }
+        );
+        assert_eq!(
+            client_credentials(&none, Some(&[])),
+            ClientCredentials::None { id: None }
+        );
+        // Basic plus the same client_id is allowed (some libraries send both).
+        assert_eq!(
+            client_credentials(&basic("a", "s"), Some(&public)),
+            secret("a", "s")
+        );
+        for (headers, body) in [
+            (basic("a", "s"), post.clone()),
+            (basic("a", "s"), form(&[("client_id", "b")])),
+            (none.clone(), form(&[("client_secret", "s")])),
+            (
+                none.clone(),
+                form(&[
+                    ("client_id", "a"),
+                    ("client_id", "a"),
+                    ("client_secret", "s"),
+                ]),
+            ),
+        ] {
+            assert_eq!(
+                client_credentials(&headers, Some(&body)),
+                ClientCredentials::Ambiguous,
+                "{body:?}"
+            );
+        }
+    }
+}
