@@ -46,6 +46,10 @@ pub(super) async fn check(settings: &Settings, config: Option<&str>) -> anyhow::
         startup::passkeys(settings).unwrap_or_else(|off| off),
     );
     found(
+        "provider",
+        startup::provider(settings).unwrap_or_else(|off| off),
+    );
+    found(
         "access rules",
         match settings.access_rules.len() {
             0 => "none (GATEHOUSE_ACCESS_RULES not set)".to_owned(),

@@ -94,6 +94,7 @@ async fn a_good_configuration_passes_and_lists_what_it_found(backend: Backend) {
         "pages          https://login.example.com/sign-in",
         "issuer         https://login.example.com (audience gatehouse-api)",
         "passkeys       passkeys on for the relying party login.example.com",
+        "provider       OpenID provider on: issuer https://login.example.com",
         "access rules   1 rule(s)",
         "mail           .eml files in",
         "mail templates reset.subject.txt replaced from",

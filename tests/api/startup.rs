@@ -1,6 +1,6 @@
-//! What a starting server says (issue 30): where the pages are, why passkeys are off and what
-//! turns them on, and, before the first account, the command that makes the first admin; the
-//! command works as printed.
+//! What a starting server says (issue 30): where the pages are, why passkeys and the OpenID
+//! provider are off and what turns them on, and, before the first account, the command that makes
+//! the first admin; the command works as printed.
 
 use crate::helpers::{Backend, Instance, PASSWORD, TestDatabase, both_backends};
 
@@ -25,6 +25,11 @@ async fn the_start_names_the_pages_passkeys_and_the_first_admin_command(backend:
         "GATEHOUSE_WEBAUTHN_RP_ID",
     ] {
         assert!(passkeys.contains(needle), "{passkeys} should say {needle}");
+    }
+    // The issuer is `gatehouse`, not a URL: the OpenID provider is off, and the line says why.
+    let provider = logged(&first, "OpenID provider off").expect("why the provider is off");
+    for needle in ["(gatehouse)", "GATEHOUSE_PUBLIC_URL", "GATEHOUSE_ISSUER"] {
+        assert!(provider.contains(needle), "{provider} should say {needle}");
     }
     let hint = logged(&first, "no accounts yet").expect("the first admin's command");
     first.stop();
@@ -59,6 +64,7 @@ async fn the_start_names_the_pages_passkeys_and_the_first_admin_command(backend:
     assert!(logged(&second, "pages at http://localhost:9/sign-in").is_some());
     let on = logged(&second, "passkeys on").expect("passkeys on");
     assert!(on.contains("relying party localhost"), "{on}");
+    assert!(logged(&second, "OpenID provider on: issuer http://localhost:9").is_some());
     second.login("you@example.com", PASSWORD).await.data(200);
     assert!(logged(&second, "no accounts yet").is_none());
 }
