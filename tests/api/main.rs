@@ -26,6 +26,7 @@ mod cli_check;
 mod cli_safety;
 mod clients;
 mod contacts;
+mod discovery;
 mod docs;
 mod errors;
 mod forward_auth_input;
