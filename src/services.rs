@@ -10,9 +10,10 @@ use std::time::Duration;
 use anyhow::Context as _;
 
 use crate::auth::directory::Directory;
+use crate::auth::keys::Keyring;
 use crate::auth::live::LiveSessions;
 use crate::auth::password::PasswordHasher;
-use crate::auth::tokens::{Keyring, LEEWAY, Tokens};
+use crate::auth::tokens::{LEEWAY, Tokens};
 use crate::auth::{AuthParts, AuthService, AuthSettings, LinkSettings};
 use crate::clock::Clock;
 use crate::config::{MasterKey, Settings};
@@ -71,6 +72,7 @@ impl Services {
             &settings.issuer,
             &settings.audience,
             settings.access_token_ttl,
+            settings.access_token_alg,
         );
         let horizon = settings.access_token_ttl + LEEWAY + REVOCATION_MARGIN;
         let live = Arc::new(

@@ -107,8 +107,9 @@ pub enum AuditEvent {
     },
     /// An admin read accounts or the trail.
     AdminRead(AdminRead),
+    /// The new active keys, `alg=kid` each (all three are rotated together).
     KeyRotated {
-        kid: String,
+        kids: Vec<(String, String)>,
     },
     KeyRevoked {
         kid: String,
@@ -291,7 +292,13 @@ impl AuditEvent {
                 self::AdminRead::Clients => "clients",
             }
             .into(),
-            KeyRotated { kid } => format!("kid={kid} via=cli"),
+            KeyRotated { kids } => {
+                let kids: Vec<String> = kids
+                    .iter()
+                    .map(|(alg, kid)| format!("{alg}={kid}"))
+                    .collect();
+                format!("{} via=cli", kids.join(" "))
+            }
             KeyRevoked { kid } => format!("kid={kid} via=cli"),
             RolesChanged { by, added, removed } => format!(
                 "via={} added={} removed={}",

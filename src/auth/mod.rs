@@ -19,6 +19,7 @@ use crate::store::Store;
 
 pub mod audit;
 pub mod directory;
+pub mod keys;
 pub mod live;
 pub mod oauth;
 pub mod orgs;
@@ -204,7 +205,7 @@ mod tests {
         let clock = Clock::system();
         let secrets = Arc::new(Secrets::new(&crate::config::MasterKey::new([7; 32])));
         let keyring = Arc::new(
-            tokens::Keyring::load(
+            keys::Keyring::load(
                 store.clone(),
                 secrets.clone(),
                 clock.clone(),
@@ -221,7 +222,14 @@ mod tests {
         let metrics = Arc::new(Metrics::new());
         AuthService::new(
             AuthParts {
-                tokens: Tokens::new(keyring, clock.clone(), "i", "a", Duration::from_secs(60)),
+                tokens: Tokens::new(
+                    keyring,
+                    clock.clone(),
+                    "i",
+                    "a",
+                    Duration::from_secs(60),
+                    crate::crypto::SigningAlg::EdDsa,
+                ),
                 directory: Arc::new(Directory::new(store.clone(), clock.clone())),
                 store,
                 clock,

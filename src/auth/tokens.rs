@@ -1,25 +1,23 @@
-//! JWTs (Ed25519, RFC 8037) and the keys that sign them. Access and refresh tokens differ in
-//! `typ` and `aud`, and each verifier demands its own, so neither is ever taken for the other.
-//! Keys live in the database, sealed under the master key; every instance reloads them
-//! periodically, so `gatehouse keys rotate` reaches running instances without a restart.
+//! The service's JWTs: claims, signing with the keyring's keys (`auth::keys`), verification.
+//! Access and refresh tokens differ in `typ` and `aud`, and each verifier demands its own, so
+//! neither is ever taken for the other. A token is verified with the published key its `kid`
+//! names, and only if its header names that key's own algorithm.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use ed25519_dalek::pkcs8::EncodePrivateKey as _;
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use jsonwebtoken::Validation;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+use crate::auth::keys::{Keyring, jwt_algorithm};
 use crate::clock::Clock;
-use crate::crypto::{Secrets, b64url, sha256};
+use crate::crypto::{SigningAlg, sha256};
 use crate::error::{Error, Result};
 use crate::model::is_multi_factor;
 use crate::model::orgs::Membership;
-use crate::store::Store;
-use crate::store::keys::KeyRow;
 
 pub const ACCESS_TYP: &str = "at+jwt";
 pub const REFRESH_TYP: &str = "refresh+jwt";
@@ -68,192 +66,6 @@ pub struct RefreshClaims {
     pub exp: i64,
 }
 
-struct Signer {
-    kid: String,
-    key: EncodingKey,
-}
-
-/// The keys as last loaded: the one that signs, every one that verifies, and the JWK Set.
-struct KeySet {
-    /// Each key's kid and state, as read: a reload that reads the same keeps this set.
-    fingerprint: Vec<(String, String)>,
-    signer: Signer,
-    verifiers: HashMap<String, DecodingKey>,
-    jwks: Arc<Jwks>,
-}
-
-/// A JWK Set (RFC 7517) of Ed25519 public keys (RFC 8037), in its standard JSON form.
-#[derive(Debug, Serialize)]
-pub struct Jwks {
-    pub keys: Vec<Jwk>,
-}
-
-#[derive(Debug, Serialize)]
-pub struct Jwk {
-    pub kty: &'static str,
-    pub crv: &'static str,
-    /// The public key, base64url.
-    pub x: String,
-    /// RFC 7638 thumbprint of the key; the `kid` of the tokens it verifies.
-    pub kid: String,
-    pub r#use: &'static str,
-    pub alg: &'static str,
-}
-
-pub struct Keyring {
-    store: Store,
-    secrets: Arc<Secrets>,
-    clock: Clock,
-    /// Retired keys stay usable this long after retirement: the longest a token they signed lives.
-    retain: Duration,
-    current: RwLock<Arc<KeySet>>,
-    /// Moves each time `current` is replaced.
-    generation: AtomicU64,
-}
-
-/// A new key as it is stored: the seed sealed under the master key, bound to its kid.
-pub fn new_key(secrets: &Secrets, now_ms: i64) -> KeyRow {
-    let seed: [u8; 32] = rand::random();
-    let signing = ed25519_dalek::SigningKey::from_bytes(&seed);
-    let public = signing.verifying_key().to_bytes();
-    let kid = thumbprint(&public);
-    KeyRow {
-        private_key: secrets.seal(kid.as_bytes(), &seed),
-        public_key: public.to_vec(),
-        kid,
-        state: "active".into(),
-        created_at: now_ms,
-    }
-}
-
-fn fingerprint(rows: &[KeyRow]) -> Vec<(String, String)> {
-    rows.iter()
-        .map(|r| (r.kid.clone(), r.state.clone()))
-        .collect()
-}
-
-/// RFC 7638 JWK thumbprint of an Ed25519 public key: a kid that names the key itself.
-fn thumbprint(public: &[u8]) -> String {
-    let canonical = format!(
-        r#"{{"crv":"Ed25519","kty":"OKP","x":"{}"}}"#,
-        b64url(public)
-    );
-    b64url(&sha256(canonical.as_bytes()))
-}
-
-impl Keyring {
-    /// Loads the keys, creating the first one if the database has none.
-    pub async fn load(
-        store: Store,
-        secrets: Arc<Secrets>,
-        clock: Clock,
-        retain: Duration,
-    ) -> anyhow::Result<Keyring> {
-        let since = clock.now_ms() - retain.as_millis() as i64;
-        let set = Self::read(&store, &secrets, since).await?;
-        let set = match set {
-            Some(set) => set,
-            None => {
-                store
-                    .insert_first_key(&new_key(&secrets, clock.now_ms()))
-                    .await?;
-                Self::read(&store, &secrets, since)
-                    .await?
-                    .ok_or_else(|| anyhow::anyhow!("no active signing key after creating one"))?
-            }
-        };
-        Ok(Keyring {
-            store,
-            secrets,
-            clock,
-            retain,
-            current: RwLock::new(Arc::new(set)),
-            generation: AtomicU64::new(0),
-        })
-    }
-
-    /// Reads the keys again (after a rotation by another process); cheap when nothing changed,
-    /// so it runs every second.
-    pub async fn reload(&self) -> anyhow::Result<()> {
-        let since = self.clock.now_ms() - self.retain.as_millis() as i64;
-        let rows = self.store.signing_keys(since).await?;
-        if fingerprint(&rows) == self.snapshot().fingerprint {
-            return Ok(());
-        }
-        if let Some(set) = Self::build(&rows, &self.secrets)? {
-            *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
-            self.generation.fetch_add(1, Ordering::Release);
-        }
-        Ok(())
-    }
-
-    /// The active signing key's kid, once `secrets` opens it (the error otherwise is the one
-    /// `load` fails with); `None` before a first start made one. Reads only (`gatehouse check`).
-    pub async fn active_kid(store: &Store, secrets: &Secrets) -> anyhow::Result<Option<String>> {
-        Ok(Self::read(store, secrets, 0)
-            .await?
-            .map(|set| set.signer.kid))
-    }
-
-    /// The active key and those retired after `since` (ms).
-    async fn read(store: &Store, secrets: &Secrets, since: i64) -> anyhow::Result<Option<KeySet>> {
-        Self::build(&store.signing_keys(since).await?, secrets)
-    }
-
-    fn build(rows: &[KeyRow], secrets: &Secrets) -> anyhow::Result<Option<KeySet>> {
-        let Some(active) = rows.iter().find(|r| r.state == "active") else {
-            return Ok(None);
-        };
-        let seed = secrets.open(active.kid.as_bytes(), &active.private_key).map_err(|_| {
-            anyhow::anyhow!(
-                "signing key {} cannot be decrypted: GATEHOUSE_MASTER_KEY is not the key this database was set up with",
-                active.kid
-            )
-        })?;
-        let seed: [u8; 32] = seed
-            .try_into()
-            .map_err(|_| anyhow::anyhow!("signing key {} is not an Ed25519 seed", active.kid))?;
-        let der = ed25519_dalek::SigningKey::from_bytes(&seed).to_pkcs8_der()?;
-        let signer = Signer {
-            kid: active.kid.clone(),
-            key: EncodingKey::from_ed_der(der.as_bytes()),
-        };
-
-        let mut verifiers = HashMap::new();
-        let mut jwks = Vec::new();
-        for row in rows {
-            let x = b64url(&row.public_key);
-            verifiers.insert(row.kid.clone(), DecodingKey::from_ed_components(&x)?);
-            jwks.push(Jwk {
-                kty: "OKP",
-                crv: "Ed25519",
-                x,
-                kid: row.kid.clone(),
-                r#use: "sig",
-                alg: "EdDSA",
-            });
-        }
-        let jwks = Arc::new(Jwks { keys: jwks });
-        Ok(Some(KeySet {
-            fingerprint: fingerprint(rows),
-            signer,
-            verifiers,
-            jwks,
-        }))
-    }
-
-    fn snapshot(&self) -> Arc<KeySet> {
-        self.current
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    pub fn jwks(&self) -> Arc<Jwks> {
-        self.snapshot().jwks.clone()
-    }
-}
-
 /// Issues and verifies the service's tokens.
 /// An access token already verified: what a bearer call needs of it.
 #[derive(Debug, Clone, Copy)]
@@ -285,8 +97,19 @@ pub struct Tokens {
     issuer: String,
     audience: String,
     access_ttl: i64,
-    access_validation: Validation,
-    refresh_validation: Validation,
+    /// What access and refresh tokens are signed with (`GATEHOUSE_ACCESS_TOKEN_ALG`).
+    access_alg: SigningAlg,
+    /// Per algorithm (`SigningAlg::ALL`'s order), what an access and a refresh token must meet.
+    access_validation: [Validation; 3],
+    refresh_validation: [Validation; 3],
+}
+
+fn index(alg: SigningAlg) -> usize {
+    match alg {
+        SigningAlg::Rs256 => 0,
+        SigningAlg::Es256 => 1,
+        SigningAlg::EdDsa => 2,
+    }
 }
 
 impl Tokens {
@@ -296,9 +119,10 @@ impl Tokens {
         issuer: &str,
         audience: &str,
         access_ttl: Duration,
+        access_alg: SigningAlg,
     ) -> Self {
-        let validation = |aud: &str| {
-            let mut v = Validation::new(Algorithm::EdDSA);
+        let validation = |aud: &str, alg: SigningAlg| {
+            let mut v = Validation::new(jwt_algorithm(alg));
             // `exp` is judged against our clock, in milliseconds (`expired`): jsonwebtoken reads
             // the system clock and compares whole seconds, which allowed up to 5.999 s of leeway.
             v.validate_exp = false;
@@ -310,9 +134,10 @@ impl Tokens {
         };
         Tokens {
             verified: RwLock::new(HashMap::new()),
-            access_validation: validation(audience),
+            access_validation: SigningAlg::ALL.map(|alg| validation(audience, alg)),
             // A refresh token is addressed to the issuer itself, never to the API.
-            refresh_validation: validation(issuer),
+            refresh_validation: SigningAlg::ALL.map(|alg| validation(issuer, alg)),
+            access_alg,
             keyring,
             clock,
             issuer: issuer.to_owned(),
@@ -325,12 +150,24 @@ impl Tokens {
         self.access_ttl
     }
 
+    /// The algorithm access and refresh tokens are signed with.
+    #[allow(dead_code, reason = "the OpenID provider (issue 25) lands next")]
+    pub fn access_alg(&self) -> SigningAlg {
+        self.access_alg
+    }
+
+    /// A JWT of `claims` signed with the active key of `alg`, header `alg`, `kid` and `typ`
+    /// (e.g. an ID token: `typ` "JWT", the client's `id_token_alg`).
+    #[allow(
+        dead_code,
+        reason = "the ID tokens of the OpenID provider (issue 25) land next"
+    )]
+    pub fn sign_with(&self, alg: SigningAlg, typ: &str, claims: &impl Serialize) -> Result<String> {
+        self.keyring.sign(alg, typ, claims)
+    }
+
     fn sign(&self, typ: &str, claims: &impl Serialize) -> Result<String> {
-        let keys = self.keyring.snapshot();
-        let mut header = Header::new(Algorithm::EdDSA);
-        header.typ = Some(typ.to_owned());
-        header.kid = Some(keys.signer.kid.clone());
-        jsonwebtoken::encode(&header, claims, &keys.signer.key).map_err(Error::internal)
+        self.keyring.sign(self.access_alg, typ, claims)
     }
 
     /// An access token for a session, valid from `iat` (seconds) for the access TTL.
@@ -457,17 +294,18 @@ impl Tokens {
     }
 
     /// Signature, `alg`, `typ`, `kid`, `iss`, `aud` and the presence of the required claims;
-    /// the caller judges `exp`.
+    /// the caller judges `exp`. The key is the one `kid` names, and the header's `alg` must be
+    /// that key's own: a header's word alone never picks the algorithm (no alg confusion).
     fn verify<T: serde::de::DeserializeOwned>(
         &self,
         token: &str,
         typ: &str,
-        validation: &Validation,
+        validations: &[Validation; 3],
     ) -> Result<T, ()> {
         let header = jsonwebtoken::decode_header(token).map_err(|_| ())?;
         // jsonwebtoken's Validation does not look at `typ`: without this check a refresh token
         // would pass as an access token wherever the audiences happen to agree.
-        if header.alg != Algorithm::EdDSA || header.typ.as_deref() != Some(typ) {
+        if header.typ.as_deref() != Some(typ) {
             return Err(());
         }
         let keys = self.keyring.snapshot();
@@ -476,7 +314,11 @@ impl Tokens {
             .as_deref()
             .and_then(|kid| keys.verifiers.get(kid))
             .ok_or(())?;
-        jsonwebtoken::decode::<T>(token, key, validation)
+        if header.alg != jwt_algorithm(key.alg) {
+            return Err(());
+        }
+        // The validation allows the key's algorithm only, so jsonwebtoken checks it again.
+        jsonwebtoken::decode::<T>(token, &key.key, &validations[index(key.alg)])
             .map(|data| data.claims)
             .map_err(|_| ())
     }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
 
-use crate::auth::tokens::Keyring;
+use crate::auth::keys::Keyring;
 use crate::config::Settings;
 use crate::crypto::Secrets;
 use crate::private_files;
@@ -100,7 +100,7 @@ async fn copy(store: &Store, path: &Path, key: &crate::config::MasterKey) -> any
         if verdict != "ok" {
             anyhow::bail!("the copy {} is damaged: {verdict}", path.display());
         }
-        Keyring::active_kid(&copy, &Secrets::new(key)).await?;
+        Keyring::active_kids(&copy, &Secrets::new(key)).await?;
         Ok(())
     }
     .await;

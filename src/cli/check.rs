@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 
-use crate::auth::tokens::Keyring;
+use crate::auth::keys::Keyring;
 use crate::config::{MailDelivery, Settings};
 use crate::crypto::Secrets;
 use crate::mail::templates::Templates;
@@ -38,7 +38,10 @@ pub(super) async fn check(settings: &Settings, config: Option<&str>) -> anyhow::
     );
     found(
         "issuer",
-        format!("{} (audience {})", settings.issuer, settings.audience),
+        format!(
+            "{} (audience {}; access tokens signed {})",
+            settings.issuer, settings.audience, settings.access_token_alg
+        ),
     );
     services::relying_party(settings)?;
     found(
@@ -187,9 +190,23 @@ async fn master_key(settings: &Settings, store: &Store, fresh: bool) -> anyhow::
     let line = if fresh {
         format!("{origin}; no signing key yet (`serve` makes one)")
     } else {
-        match Keyring::active_kid(store, &Secrets::new(&key)).await? {
-            Some(kid) => format!("{origin}; it opens the active signing key {kid}"),
-            None => format!("{origin}; no signing key yet (`serve` makes one)"),
+        let kids = Keyring::active_kids(store, &Secrets::new(&key)).await?;
+        if kids.is_empty() {
+            format!("{origin}; no signing key yet (`serve` makes one)")
+        } else {
+            let named: Vec<String> = kids
+                .iter()
+                .map(|(alg, kid)| format!("{alg} {kid}"))
+                .collect();
+            let missing = if kids.len() < crate::crypto::SigningAlg::ALL.len() {
+                " (`serve` makes the other algorithms' keys)"
+            } else {
+                ""
+            };
+            format!(
+                "{origin}; it opens the active signing keys {}{missing}",
+                named.join(", ")
+            )
         }
     };
     found("master key", line);

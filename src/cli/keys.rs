@@ -8,9 +8,10 @@ use crate::services::Services;
 
 #[derive(Debug, Subcommand)]
 pub enum KeysCommand {
-    /// Print each signing key's kid, state and creation time
+    /// Print each signing key's kid, algorithm, state and creation time
     List,
-    /// Make a new signing key; running instances switch to it within seconds
+    /// Make a new signing key of every algorithm (RS256, ES256, EdDSA), printing each one's kid
+    /// and algorithm; running instances switch to them within seconds
     Rotate,
     /// Revoke a retired key (rotate first to retire the active one): the tokens it signed stop
     /// verifying on every running instance within seconds
@@ -25,14 +26,25 @@ pub(super) async fn keys(command: KeysCommand, services: &Services) -> anyhow::R
     match command {
         KeysCommand::List => {
             for key in services.store.all_signing_keys().await? {
-                println!("{}  {:<7}  {}", key.kid, key.state, rfc3339(key.created_at));
+                println!(
+                    "{}  {:<5}  {:<7}  {}",
+                    key.kid,
+                    key.alg,
+                    key.state,
+                    rfc3339(key.created_at)
+                );
             }
         }
         KeysCommand::Rotate => {
-            let kid = services.auth.admin.rotate_signing_key().await?;
-            println!("{kid}");
+            let kids = services.auth.admin.rotate_signing_keys().await?;
+            for (alg, kid) in &kids {
+                println!("{kid}  {alg}");
+            }
+            for (alg, kid) in &kids {
+                eprintln!("gatehouse: {kid} is the {alg} signing key now");
+            }
             eprintln!(
-                "gatehouse: {kid} is the signing key now; running instances switch to it within {} s",
+                "gatehouse: running instances switch to them within {} s; the retired keys stay published until their tokens expire",
                 crate::app::KEY_RELOAD_INTERVAL.as_secs()
             );
         }
@@ -40,7 +52,7 @@ pub(super) async fn keys(command: KeysCommand, services: &Services) -> anyhow::R
             match services.auth.admin.revoke_signing_key(&kid).await {
                 Ok(()) => {}
                 Err(Error::NotFound) => anyhow::bail!(
-                    "there is no retired key {kid:?} to revoke (`gatehouse keys list` shows them; rotate first to retire the active key)"
+                    "there is no retired key {kid:?} to revoke (`gatehouse keys list` shows them; rotate first to retire the active keys)"
                 ),
                 Err(error) => return Err(error.into()),
             }

@@ -52,6 +52,9 @@ pub struct SettingsArgs {
     /// `aud` of access tokens [default: gatehouse-api]
     #[arg(long, env = "GATEHOUSE_AUDIENCE")]
     pub audience: Option<String>,
+    /// What access and refresh tokens are signed with: EdDSA, ES256 or RS256 [default: EdDSA]
+    #[arg(long, env = "GATEHOUSE_ACCESS_TOKEN_ALG", value_name = "ALG")]
+    pub access_token_alg: Option<String>,
     /// A client must send a request's headers within this [default: 10s]
     #[arg(long, env = "GATEHOUSE_HEADER_TIMEOUT", value_name = "DURATION")]
     pub header_timeout: Option<String>,

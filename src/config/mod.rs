@@ -27,6 +27,7 @@ use values::{Setting, parse_addr, parse_cidrs};
 pub use webauthn::RelyingParty;
 
 use crate::authz::rules::AccessRules;
+use crate::crypto::SigningAlg;
 
 /// Every setting, parsed and checked.
 #[derive(Clone, Debug)]
@@ -44,6 +45,8 @@ pub struct Settings {
     pub trusted_proxies: Vec<IpNet>,
     pub issuer: String,
     pub audience: String,
+    /// What access and refresh tokens are signed with (`GATEHOUSE_ACCESS_TOKEN_ALG`).
+    pub access_token_alg: SigningAlg,
     pub header_timeout: Duration,
     pub body_timeout: Duration,
     pub max_connections: usize,
@@ -85,6 +88,7 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "trusted_proxies",
     "issuer",
     "audience",
+    "access_token_alg",
     "header_timeout",
     "body_timeout",
     "max_connections",
@@ -168,6 +172,7 @@ impl Settings {
             trusted_proxies,
             issuer: issuer(&src, args, &public_url)?,
             audience: src.text("audience", &args.audience, "gatehouse-api")?,
+            access_token_alg: access_token_alg(&src, args)?,
             header_timeout: src.duration("header_timeout", &args.header_timeout, "10s")?,
             body_timeout: src.duration("body_timeout", &args.body_timeout, "10s")?,
             max_connections: src.count("max_connections", &args.max_connections, "1024")?,
@@ -262,6 +267,14 @@ fn master_key(
         )),
         None => Ok(None),
     }
+}
+
+/// EdDSA unless resource servers need ES256 or RS256 (JWT libraries without EdDSA: go-oidc, cjose).
+fn access_token_alg(src: &Source, args: &SettingsArgs) -> Result<SigningAlg, SettingsError> {
+    let (setting, value) = src.get("access_token_alg", &args.access_token_alg, "EdDSA");
+    value
+        .parse()
+        .map_err(|e: crate::crypto::UnknownAlg| setting.invalid(&value, &e.to_string()))
 }
 
 /// The `iss` of the tokens: without one, the public URL once that is set (OAuth libraries want a

@@ -8,12 +8,10 @@ use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 use hmac::{Hmac, Mac};
 use sha2::{Digest, Sha256};
 
-// Used by the keys and the client registry of the OpenID provider, which land next.
-#[allow(dead_code, unused_imports)]
 mod alg;
 mod master_key;
+pub mod signing_key;
 
-#[allow(unused_imports)]
 pub use alg::{SigningAlg, UnknownAlg};
 pub use master_key::MasterKey;
 

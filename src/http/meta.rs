@@ -51,33 +51,51 @@ async fn readyz(State(state): State<AppState>) -> Result<Answer<Status>, Error> 
     Ok(ok(Status { status: "ok" }))
 }
 
-/// A JWK Set (RFC 7517) of Ed25519 public keys (RFC 8037).
+/// A JWK Set (RFC 7517): per algorithm (RS256, ES256, EdDSA) the active key and the retired keys
+/// whose tokens may still be valid.
 #[derive(Serialize, ToSchema)]
 #[schema(as = Jwks)]
 struct JwksDoc {
     keys: Vec<JwkDoc>,
 }
 
+/// A public key: RSA (`n`, `e`), P-256 (`crv`, `x`, `y`) or Ed25519 (`crv`, `x`), RFC 7518 §6 and
+/// RFC 8037.
 #[derive(Serialize, ToSchema)]
 #[schema(as = Jwk)]
 struct JwkDoc {
+    /// `RSA`, `EC` or `OKP`.
     #[schema(example = "OKP")]
-    kty: String,
-    #[schema(example = "Ed25519")]
-    crv: String,
-    /// The public key, base64url.
-    x: String,
+    kty: &'static str,
     /// RFC 7638 thumbprint of the key; the `kid` of the tokens it verifies.
     kid: String,
-    #[schema(example = "sig")]
-    r#use: String,
+    /// The one algorithm this key signs with: `RS256`, `ES256` or `EdDSA`.
     #[schema(example = "EdDSA")]
-    alg: String,
+    alg: &'static str,
+    #[schema(example = "sig")]
+    r#use: &'static str,
+    /// `P-256` or `Ed25519`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "Ed25519")]
+    crv: Option<&'static str>,
+    /// The RSA modulus, base64url.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    n: Option<String>,
+    /// The RSA public exponent, base64url.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    e: Option<String>,
+    /// The Ed25519 public key, or the P-256 point's x coordinate, base64url.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    x: Option<String>,
+    /// The P-256 point's y coordinate, base64url.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    y: Option<String>,
 }
 
-/// The public keys that verify access tokens (a bare RFC 7517 JWK Set, not enveloped).
+/// The public keys that verify the service's tokens (a bare RFC 7517 JWK Set, not enveloped).
 ///
 /// Cache it for a minute; a token whose `kid` is not in the cached set is the cue to fetch it again.
+/// A token is valid only with the key its `kid` names and that key's `alg`.
 #[utoipa::path(get, path = "/.well-known/jwks.json", tag = "service",
     responses((status = 200, description = "The JWK Set", body = JwksDoc)))]
 async fn jwks(State(state): State<AppState>) -> impl IntoResponse {
@@ -87,12 +105,15 @@ async fn jwks(State(state): State<AppState>) -> impl IntoResponse {
             .keys
             .iter()
             .map(|k| JwkDoc {
-                kty: k.kty.into(),
-                crv: k.crv.into(),
-                x: k.x.clone(),
+                kty: k.kty,
                 kid: k.kid.clone(),
-                r#use: k.r#use.into(),
-                alg: k.alg.into(),
+                alg: k.alg.as_str(),
+                r#use: k.r#use,
+                crv: k.crv,
+                n: k.n.clone(),
+                e: k.e.clone(),
+                x: k.x.clone(),
+                y: k.y.clone(),
             })
             .collect(),
     };

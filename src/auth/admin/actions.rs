@@ -9,8 +9,9 @@ use uuid::Uuid;
 use super::{ADMIN_ROLE, Operator};
 use crate::auth::Admin;
 use crate::auth::audit::{AuditEvent, Origin, Subject};
+use crate::auth::keys::new_keys;
 use crate::auth::password::check_policy;
-use crate::auth::tokens::new_key;
+use crate::crypto::SigningAlg;
 use crate::domain::{Email, FullName, Role};
 use crate::error::{Conflict, Error, OwnAction, Result};
 use crate::mail::Notice;
@@ -340,17 +341,27 @@ impl Admin {
         Ok(())
     }
 
-    /// Makes a new signing key the active one; returns its kid. Running instances sign with it
-    /// after their next key reload.
-    pub async fn rotate_signing_key(&self) -> Result<String> {
+    /// Makes a new signing key of every algorithm the active one, retiring the old ones in the
+    /// same transaction; returns each algorithm's new kid, in `SigningAlg::ALL`'s order. Running
+    /// instances sign with them after their next key reload.
+    pub async fn rotate_signing_keys(&self) -> Result<Vec<(SigningAlg, String)>> {
         let now = self.core.clock.now_ms();
-        let key = new_key(&self.core.secrets, now);
-        self.core.store.rotate_key(&key, now).await?;
-        let kid = key.kid.clone();
-        self.core
-            .audit(AuditEvent::KeyRotated { kid: key.kid }, Subject::service())
-            .await;
-        Ok(kid)
+        let keys = new_keys(&self.core.secrets, &SigningAlg::ALL, now)
+            .await
+            .map_err(Error::internal)?;
+        self.core.store.rotate_keys(&keys, now).await?;
+        let kids: Vec<(SigningAlg, String)> = SigningAlg::ALL
+            .into_iter()
+            .zip(keys.into_iter().map(|k| k.kid))
+            .collect();
+        let event = AuditEvent::KeyRotated {
+            kids: kids
+                .iter()
+                .map(|(alg, kid)| (alg.as_str().to_owned(), kid.clone()))
+                .collect(),
+        };
+        self.core.audit(event, Subject::service()).await;
+        Ok(kids)
     }
 
     /// Revokes a retired signing key: tokens it signed stop verifying, and it leaves the JWK
