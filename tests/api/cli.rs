@@ -213,7 +213,7 @@ async fn key_rotation_reaches_the_running_service(backend: Backend) {
         .to_owned();
     let output = app.cli(&["keys", "rotate"], None);
     assert!(output.status.success(), "{}", stderr(&output));
-    let new_kid = stdout(&output).trim().to_owned();
+    let new_kid = crate::helpers::rotated_kid(&stdout(&output), "EdDSA");
     assert_ne!(new_kid, old_kid);
 
     let listed = stdout(&app.cli(&["keys", "list"], None));
@@ -277,7 +277,9 @@ async fn key_rotation_reaches_the_running_service(backend: Backend) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     let jwks = app.get_json("/.well-known/jwks.json").await;
-    assert_eq!(jwks["keys"].as_array().unwrap().len(), 1, "{jwks}");
+    // The three active keys and the retired RS256 and ES256 ones.
+    assert_eq!(jwks["keys"].as_array().unwrap().len(), 5, "{jwks}");
+    assert!(!jwks.to_string().contains(&old_kid), "{jwks}");
     assert!(
         stdout(&app.cli(&["keys", "list"], None))
             .lines()

@@ -92,7 +92,7 @@ async fn a_good_configuration_passes_and_lists_what_it_found(backend: Backend) {
     for needle in [
         &format!("settings       valid (flags, environment, and the file {config})"),
         "pages          https://login.example.com/sign-in",
-        "issuer         https://login.example.com (audience gatehouse-api)",
+        "issuer         https://login.example.com (audience gatehouse-api; access tokens signed EdDSA)",
         "passkeys       passkeys on for the relying party login.example.com",
         "provider       OpenID provider on: issuer https://login.example.com",
         "access rules   1 rule(s)",

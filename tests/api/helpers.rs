@@ -842,3 +842,11 @@ fn segment(jwt: &str, index: usize) -> Value {
         .expect("base64url");
     serde_json::from_slice(&bytes).expect("JSON")
 }
+
+/// The kid `gatehouse keys rotate` printed for `alg` (one `KID  ALG` line per algorithm).
+pub fn rotated_kid(stdout: &str, alg: &str) -> String {
+    stdout
+        .lines()
+        .find_map(|l| l.strip_suffix(alg)?.strip_suffix("  ").map(str::to_owned))
+        .unwrap_or_else(|| panic!("no {alg} key in {stdout:?}"))
+}

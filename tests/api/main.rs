@@ -54,6 +54,7 @@ mod proxies;
 mod proxy_attacks;
 mod refresh;
 mod sessions;
+mod signing_keys;
 mod slow;
 mod startup;
 mod storage;
