@@ -302,4 +302,19 @@ mod tests {
         verifier.update(b"header.claims").unwrap();
         assert!(verifier.verify(&signature).unwrap());
     }
+
+    /// What a first start pays for its keys, in the profile the tests run in:
+    /// `cargo test --lib generation_cost -- --ignored --nocapture`.
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn generation_cost() {
+        for alg in SigningAlg::ALL {
+            let n = if alg == SigningAlg::Rs256 { 20 } else { 200 };
+            let started = std::time::Instant::now();
+            for _ in 0..n {
+                generate(alg).unwrap();
+            }
+            eprintln!("{alg}: {:?} per key", started.elapsed() / n);
+        }
+    }
 }
