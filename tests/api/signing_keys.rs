@@ -19,6 +19,7 @@ both_backends!(
     rotation_replaces_all_three_keys_and_keeps_the_old_ones_published,
     access_tokens_can_be_signed_with_rs256_or_es256,
     a_header_naming_another_algorithm_than_its_keys_is_refused,
+    a_database_from_before_keeps_its_key_as_the_eddsa_one,
 );
 
 async fn jwks(http: &Http) -> Vec<Value> {
@@ -241,6 +242,37 @@ async fn access_tokens_can_be_signed_with_rs256_or_es256(backend: Backend) {
             .to_owned();
         assert_eq!(jwt_header(&next)["alg"], alg);
     }
+}
+
+/// A database as 0012 left it (one Ed25519 key, no `alg`, one active key in all) is upgraded at
+/// the next start: its key stays the EdDSA one, and the RS256 and ES256 keys are made.
+async fn a_database_from_before_keeps_its_key_as_the_eddsa_one(backend: Backend) {
+    let app = spawn_app(backend).await;
+    let (token, _) = app.logged_in_user("vic@example.com").await;
+    let ed_kid = jwt_header(&token)["kid"].as_str().unwrap().to_owned();
+    for sql in [
+        "DELETE FROM signing_keys WHERE alg <> 'EdDSA'",
+        "DROP INDEX signing_keys_one_active",
+        "ALTER TABLE signing_keys DROP COLUMN alg",
+        "CREATE UNIQUE INDEX signing_keys_one_active ON signing_keys (state) WHERE state = 'active'",
+        "DELETE FROM _sqlx_migrations WHERE version = 13",
+    ] {
+        app.execute(sql).await;
+    }
+
+    let upgraded = app.twin().await;
+    let keys = jwks(&upgraded).await;
+    assert_eq!(kids_of(&keys, "EdDSA"), [ed_kid.clone()], "{keys:?}");
+    assert_eq!(
+        (kids_of(&keys, "RS256").len(), kids_of(&keys, "ES256").len()),
+        (1, 1)
+    );
+    upgraded.get("/api/v1/auth/me", &token).await.data(200);
+    let login = upgraded
+        .login("vic@example.com", crate::helpers::PASSWORD)
+        .await;
+    let fresh = login.data(200)["accessToken"].as_str().unwrap().to_owned();
+    assert_eq!(jwt_header(&fresh)["kid"], ed_kid.as_str());
 }
 
 fn forge(header: Value, rest_of: &str, sign: impl Fn(&[u8]) -> Vec<u8>) -> String {
