@@ -12,7 +12,9 @@ use jsonwebtoken::jwk::{Jwk, ThumbprintHash};
 use openssl::bn::BigNum;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Http, both_backends, jwt_header, spawn_app, spawn_app_with};
+use crate::helpers::{
+    Backend, Http, Instance, TestDatabase, both_backends, jwt_header, spawn_app, spawn_app_with,
+};
 
 both_backends!(
     the_jwk_set_holds_a_key_of_each_algorithm,
@@ -20,6 +22,7 @@ both_backends!(
     access_tokens_can_be_signed_with_rs256_or_es256,
     a_header_naming_another_algorithm_than_its_keys_is_refused,
     a_database_from_before_keeps_its_key_as_the_eddsa_one,
+    two_instances_starting_at_once_make_one_key_of_each_algorithm,
 );
 
 async fn jwks(http: &Http) -> Vec<Value> {
@@ -273,6 +276,22 @@ async fn a_database_from_before_keeps_its_key_as_the_eddsa_one(backend: Backend)
         .await;
     let fresh = login.data(200)["accessToken"].as_str().unwrap().to_owned();
     assert_eq!(jwt_header(&fresh)["kid"], ed_kid.as_str());
+}
+
+async fn two_instances_starting_at_once_make_one_key_of_each_algorithm(backend: Backend) {
+    let db = TestDatabase::migrated(&backend).await;
+    let (a, b) = std::thread::scope(|s| {
+        let a = s.spawn(|| Instance::start(&db, &[]));
+        let b = s.spawn(|| Instance::start(&db, &[]));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    let (keys_a, keys_b) = (jwks(&a).await, jwks(&b).await);
+    assert_eq!(keys_a, keys_b);
+    for alg in ["RS256", "ES256", "EdDSA"] {
+        assert_eq!(kids_of(&keys_a, alg).len(), 1, "{keys_a:?}");
+    }
+    let listed = String::from_utf8(db.cli(&["keys", "list"], None).stdout).unwrap();
+    assert_eq!(listed.lines().count(), 3, "{listed}");
 }
 
 fn forge(header: Value, rest_of: &str, sign: impl Fn(&[u8]) -> Vec<u8>) -> String {
