@@ -64,8 +64,20 @@ impl Services {
         let secrets = Arc::new(Secrets::new(&master_key(settings, &store, opening).await?));
         // A retired key verifies (and is published) as long as anything it signed can be valid.
         let retain = settings.access_token_ttl.max(settings.refresh_token_ttl) + LEEWAY;
-        let keyring =
-            Arc::new(Keyring::load(store.clone(), secrets.clone(), clock.clone(), retain).await?);
+        let wanted = Keyring::wanted(
+            settings.access_token_alg,
+            settings.provider_issuer().is_some(),
+        );
+        let keyring = Arc::new(
+            Keyring::load(
+                store.clone(),
+                secrets.clone(),
+                clock.clone(),
+                retain,
+                wanted,
+            )
+            .await?,
+        );
         let tokens = Tokens::new(
             keyring.clone(),
             clock.clone(),

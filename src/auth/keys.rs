@@ -77,6 +77,8 @@ pub struct Keyring {
     clock: Clock,
     /// Retired keys stay usable this long after retirement: the longest a token they signed lives.
     retain: Duration,
+    /// The algorithms this instance signs with, whose keys it makes when the database has none.
+    wanted: Vec<SigningAlg>,
     current: RwLock<Arc<KeySet>>,
     /// Moves each time `current` is replaced.
     pub(crate) generation: AtomicU64,
@@ -125,10 +127,11 @@ fn alg_of(row: &KeyRow) -> anyhow::Result<SigningAlg> {
     })
 }
 
-/// The algorithms without an active key among `rows`.
-fn missing(rows: &[KeyRow]) -> Vec<SigningAlg> {
-    SigningAlg::ALL
-        .into_iter()
+/// The algorithms of `wanted` without an active key among `rows`.
+fn missing(rows: &[KeyRow], wanted: &[SigningAlg]) -> Vec<SigningAlg> {
+    wanted
+        .iter()
+        .copied()
         .filter(|alg| {
             !rows
                 .iter()
@@ -138,29 +141,43 @@ fn missing(rows: &[KeyRow]) -> Vec<SigningAlg> {
 }
 
 impl Keyring {
-    /// Loads the keys, first making those of any algorithm without an active key: all three on
-    /// a new database, RS256 and ES256 on one from before they existed.
+    /// The algorithms an instance signs with: its access tokens' and, when the OpenID provider is
+    /// on, every one a client may ask for its ID tokens. An RSA key costs ~0.3 s of CPU to make;
+    /// an instance that never signs with RS256 does not make one (a rotation still makes all
+    /// three, and every key in the database is published and verifies, whoever made it).
+    pub fn wanted(access_alg: SigningAlg, provider_on: bool) -> Vec<SigningAlg> {
+        if provider_on {
+            SigningAlg::ALL.to_vec()
+        } else {
+            vec![access_alg]
+        }
+    }
+
+    /// Loads the keys, first making those of any algorithm of `wanted` (see [`Keyring::wanted`])
+    /// without an active key: on a new database, or on one from before that algorithm existed.
     pub async fn load(
         store: Store,
         secrets: Arc<Secrets>,
         clock: Clock,
         retain: Duration,
+        wanted: Vec<SigningAlg>,
     ) -> anyhow::Result<Keyring> {
         let since = clock.now_ms() - retain.as_millis() as i64;
         let mut rows = store.signing_keys(since).await?;
-        let missing = missing(&rows);
+        let missing = missing(&rows, &wanted);
         if !missing.is_empty() {
             let keys = new_keys(&secrets, &missing, clock.now_ms()).await?;
             store.insert_first_keys(&keys).await?;
             rows = store.signing_keys(since).await?;
         }
-        let set = Self::build(&rows, &secrets)?
+        let set = Self::build(&rows, &secrets, &wanted)?
             .ok_or_else(|| anyhow::anyhow!("no active signing keys after creating them"))?;
         Ok(Keyring {
             store,
             secrets,
             clock,
             retain,
+            wanted,
             current: RwLock::new(Arc::new(set)),
             generation: AtomicU64::new(0),
         })
@@ -174,7 +191,7 @@ impl Keyring {
         if fingerprint(&rows) == self.snapshot().fingerprint {
             return Ok(());
         }
-        if let Some(set) = Self::build(&rows, &self.secrets)? {
+        if let Some(set) = Self::build(&rows, &self.secrets, &self.wanted)? {
             *self.current.write().unwrap_or_else(|e| e.into_inner()) = Arc::new(set);
             self.generation.fetch_add(1, Ordering::Release);
         }
@@ -199,10 +216,14 @@ impl Keyring {
         Ok(kids)
     }
 
-    /// `None` unless every algorithm has an active key (a set missing one would leave a caller
-    /// unable to sign: the previous set is kept until the keys are whole again).
-    fn build(rows: &[KeyRow], secrets: &Secrets) -> anyhow::Result<Option<KeySet>> {
-        if !missing(rows).is_empty() {
+    /// `None` unless every wanted algorithm has an active key (a set missing one would leave a
+    /// caller unable to sign: the previous set is kept until the keys are whole again).
+    fn build(
+        rows: &[KeyRow],
+        secrets: &Secrets,
+        wanted: &[SigningAlg],
+    ) -> anyhow::Result<Option<KeySet>> {
+        if !missing(rows, wanted).is_empty() {
             return Ok(None);
         }
         let mut signers = HashMap::new();

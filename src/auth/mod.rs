@@ -210,6 +210,7 @@ mod tests {
                 secrets.clone(),
                 clock.clone(),
                 Duration::from_secs(60),
+                vec![crate::crypto::SigningAlg::EdDsa],
             )
             .await
             .unwrap(),

@@ -25,6 +25,15 @@ both_backends!(
     two_instances_starting_at_once_make_one_key_of_each_algorithm,
 );
 
+/// Settings that turn the OpenID provider on (a URL issuer): only then does an instance make the
+/// keys of every algorithm (an RSA key costs ~0.3 s to make; one that never signs RS256 skips it).
+fn provider_on() -> SettingsArgs {
+    SettingsArgs {
+        public_url: Some("https://login.example.com/".into()),
+        ..SettingsArgs::default()
+    }
+}
+
 async fn jwks(http: &Http) -> Vec<Value> {
     http.get_json("/.well-known/jwks.json").await["keys"]
         .as_array()
@@ -43,7 +52,18 @@ fn members(key: &Value) -> Vec<String> {
 }
 
 async fn the_jwk_set_holds_a_key_of_each_algorithm(backend: Backend) {
-    let app = spawn_app(backend).await;
+    let plain = spawn_app(backend).await;
+    let signs_eddsa: Vec<String> = jwks(&plain)
+        .await
+        .iter()
+        .map(|k| k["alg"].to_string())
+        .collect();
+    assert_eq!(
+        signs_eddsa,
+        ["\"EdDSA\""],
+        "without the provider, only the access tokens' key"
+    );
+    let app = plain.twin_with(provider_on()).await;
     let keys = jwks(&app).await;
     assert_eq!(keys.len(), 3, "{keys:?}");
     let key = |alg: &str| keys.iter().find(|k| k["alg"] == alg).unwrap().clone();
@@ -97,7 +117,7 @@ fn kids_of(keys: &[Value], alg: &str) -> Vec<String> {
 }
 
 async fn rotation_replaces_all_three_keys_and_keeps_the_old_ones_published(backend: Backend) {
-    let app = spawn_app(backend).await;
+    let app = spawn_app_with(backend, provider_on()).await;
     let (old_token, _) = app.logged_in_user("rae@example.com").await;
     let old = jwks(&app).await;
 
@@ -207,13 +227,13 @@ fn verifies(token: &str, jwk: &Value) -> bool {
 }
 
 async fn access_tokens_can_be_signed_with_rs256_or_es256(backend: Backend) {
-    let app = spawn_app(backend).await;
+    let app = spawn_app_with(backend, provider_on()).await;
     let (eddsa_token, _) = app.logged_in_user("sol@example.com").await;
     for alg in ["RS256", "ES256"] {
         let signing = app
             .twin_with(SettingsArgs {
                 access_token_alg: Some(alg.into()),
-                ..SettingsArgs::default()
+                ..provider_on()
             })
             .await;
         let login = signing
@@ -250,7 +270,7 @@ async fn access_tokens_can_be_signed_with_rs256_or_es256(backend: Backend) {
 /// A database as 0012 left it (one Ed25519 key, no `alg`, one active key in all) is upgraded at
 /// the next start: its key stays the EdDSA one, and the RS256 and ES256 keys are made.
 async fn a_database_from_before_keeps_its_key_as_the_eddsa_one(backend: Backend) {
-    let app = spawn_app(backend).await;
+    let app = spawn_app_with(backend, provider_on()).await;
     let (token, _) = app.logged_in_user("vic@example.com").await;
     let ed_kid = jwt_header(&token)["kid"].as_str().unwrap().to_owned();
     for sql in [
@@ -263,7 +283,7 @@ async fn a_database_from_before_keeps_its_key_as_the_eddsa_one(backend: Backend)
         app.execute(sql).await;
     }
 
-    let upgraded = app.twin().await;
+    let upgraded = app.twin_with(provider_on()).await;
     let keys = jwks(&upgraded).await;
     assert_eq!(
         kids_of(&keys, "EdDSA"),
@@ -284,9 +304,10 @@ async fn a_database_from_before_keeps_its_key_as_the_eddsa_one(backend: Backend)
 
 async fn two_instances_starting_at_once_make_one_key_of_each_algorithm(backend: Backend) {
     let db = TestDatabase::migrated(&backend).await;
+    let provider = [("GATEHOUSE_PUBLIC_URL", "https://login.example.com/")];
     let (a, b) = std::thread::scope(|s| {
-        let a = s.spawn(|| Instance::start(&db, &[]));
-        let b = s.spawn(|| Instance::start(&db, &[]));
+        let a = s.spawn(|| Instance::start(&db, &provider));
+        let b = s.spawn(|| Instance::start(&db, &provider));
         (a.join().unwrap(), b.join().unwrap())
     });
     let (keys_a, keys_b) = (jwks(&a).await, jwks(&b).await);
@@ -310,7 +331,7 @@ async fn a_header_naming_another_algorithm_than_its_keys_is_refused(backend: Bac
         backend,
         SettingsArgs {
             access_token_alg: Some("RS256".into()),
-            ..SettingsArgs::default()
+            ..provider_on()
         },
     )
     .await;
