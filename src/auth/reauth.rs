@@ -33,7 +33,8 @@ pub enum Proof {
     Code(String),
 }
 
-/// Why a call that needs the password went without one, for the field's reason.
+/// Why a call that needs the password went without one, for the field's reason (its "5 minutes"
+/// is `WINDOW`, checked by a test).
 pub const PASSWORD_OR_REAUTHENTICATE: &str = "is required, unless this session re-authenticated \
      in the last 5 minutes (POST /api/v1/auth/reauthenticate)";
 
@@ -155,4 +156,23 @@ impl Method {
 
 fn is_totp_code(code: &str) -> bool {
     code.len() == totp::DIGITS && code.bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_missing_password_reason_states_the_window() {
+        let minutes = format!("{} minutes", WINDOW.as_secs() / 60);
+        assert!(PASSWORD_OR_REAUTHENTICATE.contains(&minutes));
+    }
+
+    #[test]
+    fn only_six_digits_are_a_totp_code() {
+        assert!(is_totp_code("012345"));
+        assert!(!is_totp_code("12345"));
+        assert!(!is_totp_code("k7d2m-9xq4t"));
+        assert!(!is_totp_code("１２３４５６"));
+    }
 }
