@@ -1,9 +1,10 @@
 // The account page's frame. Each part of the page is a section of its own (a fragment and a
 // module under assets/pages/account/, listed in src/http/pages/account.rs, which says how to add
 // one); this module reads the account, hands it to every section, and holds what they share: the
-// API, the bar's name and sign-out, and leaving for the sign-in page once the session is gone.
+// API, the bar's name and sign-out, leaving for the sign-in page once the session is gone, and the
+// one password prompt that sensitive actions go through (`confirmed`).
 // Text is set with textContent, never parsed as HTML.
-import { $, gatehouse, onClick, onSubmit, showError } from "/assets/pages/ui.js";
+import { $, GatehouseError, clearError, gatehouse, onClick, onSubmit, showError } from "/assets/pages/ui.js";
 
 export const api = (method, path, body) => gatehouse.request(method, path, body);
 
@@ -28,6 +29,7 @@ export function me() {
 /** Reads the account again and shows it in every section. */
 export async function reload() {
   account = await api("GET", "/auth/me");
+  heard(account.reauthenticatedUntil);
   $("who-name").textContent = account.fullName;
   for (const s of sections) s.show?.(account);
   return account;
@@ -42,6 +44,87 @@ export async function refresh() {
 async function loadLists() {
   await Promise.all(sections.map((s) => s.load?.()));
 }
+
+// ---- re-authentication (docs/api.md §3) ----
+
+// Until when (ms, by this browser's clock) the session is re-authenticated, as last heard.
+let confirmedUntil = 0;
+// A moment's margin: a call sent just before the window closes may arrive just after it.
+const MARGIN_MS = 10_000;
+
+function heard(until) {
+  const at = until ? Date.parse(until) : NaN;
+  confirmedUntil = Number.isNaN(at) ? 0 : at;
+}
+
+/** Whether the service asked for the password a sensitive call went without. */
+function passwordAsked(error) {
+  const fields = error?.code === "VALIDATION_ERROR" ? error.details?.fields ?? {} : {};
+  return "password" in fields || "currentPassword" in fields;
+}
+
+/**
+ * Runs `run`, a sensitive call sent without the password: first asks for the password once
+ * (POST /auth/reauthenticate) unless this session re-authenticated in the last few minutes; and
+ * should the window have closed on the way, asks and runs it once more.
+ */
+export async function confirmed(run) {
+  if (Date.now() + MARGIN_MS >= confirmedUntil) await reauthenticate();
+  try {
+    return await run();
+  } catch (error) {
+    if (!passwordAsked(error)) throw error;
+    await reauthenticate();
+    return run();
+  }
+}
+
+let pending = null;
+// Where the keyboard was before the prompt (its button is disabled while it waits: focus falls to
+// the body, so the last element focused outside the prompt is kept instead).
+let lastFocus = null;
+// Kept: deleting the account replaces the page's parts, the prompt with them.
+const prompt = $("reauth");
+document.addEventListener("focusin", (event) => {
+  if (!prompt.contains(event.target)) lastFocus = event.target;
+});
+
+/** Asks for the password in the dialog; resolves once the service took it, rejects on Cancel/Escape. */
+function reauthenticate() {
+  clearError($("reauth-form"));
+  $("reauth-form").reset();
+  prompt.showModal();
+  $("reauth-password").focus();
+  return new Promise((resolve, reject) => {
+    pending = { resolve, reject, returnFocus: lastFocus };
+  });
+}
+
+function settle(outcome) {
+  const { resolve, reject, returnFocus } = pending ?? {};
+  pending = null;
+  $("reauth-form").reset();
+  if (prompt.open) prompt.close();
+  // After the action's button is enabled again (once its promise settled).
+  setTimeout(() => returnFocus?.focus?.(), 0);
+  if (outcome === true) resolve?.();
+  else reject?.(new GatehouseError("nothing was changed: the password was not confirmed", { code: "NOT_CONFIRMED" }));
+}
+
+action(
+  $("reauth-form"),
+  async () => {
+    const answer = await api("POST", "/auth/reauthenticate", { password: $("reauth-password").value });
+    heard(answer.reauthenticatedUntil);
+    settle(true);
+  },
+  { password: "reauth-password" },
+);
+clicked($("reauth-cancel"), async () => settle(false));
+// Escape closes a modal dialog by itself ("cancel"); whatever closes it unconfirmed cancels.
+prompt.addEventListener("close", () => {
+  if (pending) settle(false);
+});
 
 export function toSignIn() {
   location.replace("/sign-in");

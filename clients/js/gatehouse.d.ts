@@ -97,6 +97,8 @@ export interface Profile extends User {
   roles: string[];
   emailVerified: boolean;
   createdAt: string;
+  /** Until when this session needs no password at the calls that re-check it; null: not now. */
+  reauthenticatedUntil: string | null;
 }
 
 export interface Session {
@@ -258,7 +260,7 @@ export class Gatehouse {
   listSessions(): Promise<Session[]>;
   deleteSession(id: string): Promise<void>;
 
-  registerPasskey(password: string, name?: string): Promise<Passkey>;
+  registerPasskey(password: string | undefined, name?: string): Promise<Passkey>;
   listPasskeys(): Promise<Passkey[]>;
   renamePasskey(id: string, name: string): Promise<Passkey>;
   deletePasskey(id: string): Promise<void>;

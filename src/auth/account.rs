@@ -26,7 +26,9 @@ impl Accounts {
     pub async fn account(&self, who: &Principal) -> Result<Account> {
         let user = self.core.user(who).await?;
         let remaining = self.core.store.recovery_codes_remaining(user.id).await?;
+        let reauthenticated_until = self.reauthenticated_until(who).await?;
         Ok(Account {
+            reauthenticated_until,
             id: user.id,
             two_factor_enabled: user.two_factor_enabled(),
             recovery_codes_remaining: remaining,
@@ -44,13 +46,15 @@ impl Accounts {
     pub async fn change_password(
         &self,
         who: &Principal,
-        current: SecretString,
+        current: Option<SecretString>,
         new: SecretString,
         client: &ClientInfo,
     ) -> Result<u64> {
         check_policy(new.expose_secret())?;
         let user = self.core.user(who).await?;
-        self.core.recheck_password(&user, current).await?;
+        self.core
+            .confirm_owner(&user, who, current, "currentPassword")
+            .await?;
         let ended = self
             .replace_password(&user, new, Some(who.session_id), EndReason::PasswordChanged)
             .await?;

@@ -187,6 +187,14 @@ pub enum AuditEvent {
     },
     /// A registration with an address in use (the address is not recorded).
     RegistrationRefused,
+    /// The holder of a session proved again who they are (`method`: `pwd` or `otp`).
+    Reauthenticated {
+        method: &'static str,
+    },
+    /// A re-authentication's password or code was wrong (`wrong_password`, `wrong_code`).
+    ReauthenticationFailed {
+        wrong: &'static str,
+    },
     /// Something that happened in an organisation (its id is the event's `org_id`).
     Org {
         org: Uuid,
@@ -243,6 +251,8 @@ impl AuditEvent {
             InvitationAccepted => "invitation.accepted",
             AccountDeleted { .. } => "user.deleted",
             RegistrationRefused => "registration.refused",
+            Reauthenticated { .. } => "reauthentication.succeeded",
+            ReauthenticationFailed { .. } => "reauthentication.failed",
             Org { what, .. } => what.name(),
         }
     }
@@ -333,6 +343,8 @@ impl AuditEvent {
             }
             PasswordResetRequested { by } if *by != Actor::Owner => format!("via={}", by.via()),
             RegistrationRefused => "email_taken".into(),
+            Reauthenticated { method } => (*method).into(),
+            ReauthenticationFailed { wrong } => (*wrong).into(),
             Org { what, .. } => return what.detail(),
             PasswordResetRequested { .. }
             | PasswordResetThrottled

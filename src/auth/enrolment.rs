@@ -25,13 +25,15 @@ impl TwoFactor {
     pub async fn setup_two_factor(
         &self,
         who: &Principal,
-        password: SecretString,
+        password: Option<SecretString>,
     ) -> Result<TwoFactorSetup> {
         let user = self.core.user(who).await?;
         if user.two_factor_enabled() {
             return Err(Error::TwoFactorAlreadyEnabled);
         }
-        self.core.recheck_password(&user, password).await?;
+        self.core
+            .confirm_owner(&user, who, password, "password")
+            .await?;
         let secret = totp::generate_secret();
         let sealed = self.core.secrets.seal(user.id.as_bytes(), &secret);
         self.core
@@ -102,7 +104,7 @@ impl TwoFactor {
     pub async fn disable_two_factor(
         &self,
         who: &Principal,
-        password: SecretString,
+        password: Option<SecretString>,
         code: &str,
         client: &ClientInfo,
     ) -> Result<()> {
@@ -112,7 +114,9 @@ impl TwoFactor {
             .as_deref()
             .ok_or(Error::TwoFactorNotEnabled)?;
         // The password first: a wrong one must not use up the recovery code sent with it.
-        self.core.recheck_password(&user, password).await?;
+        self.core
+            .confirm_owner(&user, who, password, "password")
+            .await?;
         self.core.recheck_code(&user, sealed, code, client).await?;
         self.core
             .store

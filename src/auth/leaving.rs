@@ -14,12 +14,14 @@ impl Accounts {
     pub async fn delete_account(
         &self,
         who: &Principal,
-        password: SecretString,
+        password: Option<SecretString>,
         code: Option<&str>,
         client: &ClientInfo,
     ) -> Result<u64> {
         let user = self.core.user(who).await?;
-        self.core.recheck_password(&user, password).await?;
+        self.core
+            .confirm_owner(&user, who, password, "password")
+            .await?;
         if let Some(sealed) = user.totp_secret.as_deref() {
             let code = code.ok_or_else(|| {
                 Error::field("code", "is required: two-factor authentication is on")

@@ -41,6 +41,7 @@ mod invitation;
 mod leaving;
 mod login;
 mod notices;
+pub mod reauth;
 mod recovery;
 mod second_factor;
 mod sessions;

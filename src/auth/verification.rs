@@ -160,11 +160,13 @@ impl Addresses {
         &self,
         who: &Principal,
         new_email: &Email,
-        password: SecretString,
+        password: Option<SecretString>,
         client: &ClientInfo,
     ) -> Result<()> {
         let user = self.core.user(who).await?;
-        self.core.recheck_password(&user, password).await?;
+        self.core
+            .confirm_owner(&user, who, password, "password")
+            .await?;
         if new_email.normalized() == user.email_normalized {
             return Err(Error::field("newEmail", "is the account's address already"));
         }

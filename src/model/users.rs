@@ -103,6 +103,8 @@ pub struct Account {
     pub roles: Vec<String>,
     pub created_at: i64,
     pub email_verified: bool,
+    /// Until when (ms) the asking session is re-authenticated, if it is now.
+    pub reauthenticated_until: Option<i64>,
 }
 
 /// A pending TOTP secret, in the forms an authenticator app takes.

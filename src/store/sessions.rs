@@ -44,6 +44,7 @@ macro_rules! session_columns {
 
 // After the macro, which it uses.
 mod active_org;
+mod reauth;
 
 #[derive(sqlx::FromRow)]
 struct RefreshRow {

@@ -28,6 +28,7 @@ both_backends!(
     mailed_links_land_on_their_pages,
     registration_waits_for_the_verified_address_when_required,
     the_account_page_changes_and_deletes_the_account,
+    the_account_page_asks_for_the_password_once,
     passkeys_are_added_and_sign_in,
     sessions_end_from_another_browser_and_two_tabs_rotate_once,
     the_client_library_passes_its_tests,
@@ -375,6 +376,25 @@ async fn the_account_page_changes_and_deletes_the_account(backend: Backend) {
         "user.deleted",
     ] {
         assert_eq!(site.app.audit_count(event, None).await, 1, "{event}");
+    }
+}
+
+/// The account page's one password prompt: the password changed and 2FA turned on after a single
+/// re-authentication (docs/api.md §3), a cancelled prompt changing nothing.
+async fn the_account_page_asks_for_the_password_once(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let site = site(backend, SettingsArgs::default()).await;
+    site.app.create_user("ann@example.com", PASSWORD).await;
+    scenario(&site, "reauth", "ann@example.com", &[]).await;
+    for (event, detail) in [
+        ("reauthentication.succeeded", Some("pwd")),
+        ("password.changed", None),
+        ("two_factor.enabled", None),
+    ] {
+        let n = site.app.audit_count(event, detail).await;
+        assert_eq!(n, 1, "{event}");
     }
 }
 

@@ -30,6 +30,7 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("get", "/api/v1/auth/sessions", true),
     ("delete", "/api/v1/auth/sessions/{id}", true),
     ("post", "/api/v1/auth/password", true),
+    ("post", "/api/v1/auth/reauthenticate", true),
     ("post", "/api/v1/auth/2fa/setup", true),
     ("post", "/api/v1/auth/2fa/enable", true),
     ("post", "/api/v1/auth/2fa/disable", true),

@@ -52,6 +52,7 @@ mod passkey_refusals;
 mod passkeys;
 mod proxies;
 mod proxy_attacks;
+mod reauth;
 mod refresh;
 mod sessions;
 mod signing_keys;

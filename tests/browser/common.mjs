@@ -176,3 +176,15 @@ export async function mailedLink(to, page, { timeoutMs = 15_000, skip = [] } = {
   }
   throw new Error(`no mail to ${to} with a link to ${page} within ${timeoutMs} ms`);
 }
+
+/**
+ * The account page's one password prompt (re-authentication, docs/api.md §3): waits for the
+ * dialog and confirms it with `password`.
+ */
+export async function confirmPassword(page, password) {
+  const dialog = page.getByRole("dialog", { name: "Confirm it is you" });
+  await dialog.waitFor({ state: "visible" });
+  await dialog.getByLabel("Your password").fill(password);
+  await dialog.getByRole("button", { name: "Confirm" }).click();
+  await dialog.waitFor({ state: "hidden" });
+}

@@ -2,7 +2,7 @@
 // 2FA: added on the account page, renamed, used as the second factor after the password, then to
 // sign in without a password or an address, and removed.
 import {
-  assert, assertNoPageErrors, expectPath, expectText, newPage, required, run, signIn, totp,
+  assert, assertNoPageErrors, confirmPassword, expectPath, expectText, newPage, required, run, signIn, totp,
 } from "./common.mjs";
 
 const email = required("GATEHOUSE_EMAIL");
@@ -32,8 +32,8 @@ await run("passkeys", async (browser) => {
   await expectText(page, "No passkeys yet.");
   const form = page.locator("#passkey-form");
   await form.getByLabel("Name of the new passkey").fill("Laptop");
-  await form.getByLabel("Your password").fill(password);
   await form.getByRole("button", { name: "Add a passkey" }).click();
+  await confirmPassword(page, password);
   await expectText(page, "The passkey “Laptop” was added.");
   const { credentials } = await cdp.send("WebAuthn.getCredentials", { authenticatorId });
   assert(credentials.length === 1 && credentials[0].isResidentCredential, "one discoverable credential");

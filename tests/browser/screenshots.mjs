@@ -11,7 +11,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { BASE, expectPath, launch, required, signIn } from "./common.mjs";
+import { BASE, confirmPassword, expectPath, launch, required, signIn } from "./common.mjs";
 
 const email = required("GATEHOUSE_EMAIL");
 const password = required("GATEHOUSE_PASSWORD");
@@ -48,8 +48,8 @@ try {
     await page.locator("#session-list li").first().waitFor();
     await shot("account");
     // 2FA set-up: the QR code and the secret.
-    await page.locator("#twofa-setup-form").getByLabel("Your password").fill(password);
     await page.getByRole("button", { name: "Set up an authenticator app" }).click();
+    await confirmPassword(page, password);
     await page.locator("#secret").filter({ hasText: /./ }).waitFor();
     await page.locator("#twofa-title").scrollIntoViewIfNeeded();
     await page.screenshot({ path: join(out, `account-2fa-${kind}.png`) });

@@ -1,7 +1,8 @@
 // Sign-in without and with 2FA: a wrong password, TOTP enrolment from the secret the account page
 // shows, a wrong code, a right one, a recovery code, and return_to.
 import {
-  BASE, alertText, assert, assertNoPageErrors, expectPath, expectText, newPage, required, run, signIn, totp,
+  BASE, alertText, assert, assertNoPageErrors, confirmPassword, expectPath, expectText, newPage, required, run,
+  signIn, totp,
 } from "./common.mjs";
 
 const email = required("GATEHOUSE_EMAIL");
@@ -31,9 +32,10 @@ await run("sign-in", async (browser) => {
   await expectText(page, email, "#profile-email");
   await expectText(page, "Off.", "#twofa-state");
 
-  // Enrol TOTP: the password, then the QR code (a data: image) and the secret as text.
-  await page.locator("#twofa-setup-form").getByLabel("Your password").fill(password);
+  // Enrol TOTP: the password (once, in the prompt), then the QR code (a data: image) and the
+  // secret as text.
   await page.getByRole("button", { name: "Set up an authenticator app" }).click();
+  await confirmPassword(page, password);
   await page.getByLabel("Code shown by the app").waitFor({ state: "visible" });
   const shown = (await page.locator("#secret").innerText()).trim();
   assert(/^[A-Z2-7]{4}( [A-Z2-7]{1,4})+$/.test(shown), `secret shown in groups of four: ${shown}`);

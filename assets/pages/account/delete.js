@@ -1,7 +1,7 @@
-// Deleting the account: after the password (and a code, with 2FA), the account, its sessions and
+// Deleting the account: once the session is re-authenticated (and with a code, with 2FA), the account, its sessions and
 // its data go; the page stays to say so.
 import { $, focus, gatehouse, showStatus } from "/assets/pages/ui.js";
-import { action, api, element, leaving, me, section } from "/assets/pages/account.js";
+import { action, api, confirmed, element, leaving, me, section } from "/assets/pages/account.js";
 
 section({
   id: "delete",
@@ -13,9 +13,9 @@ section({
 action(
   $("delete-form"),
   async () => {
-    const body = { password: $("delete-password").value };
+    const body = {};
     if (me().twoFactorEnabled) body.code = $("delete-code").value.trim();
-    await api("DELETE", "/auth/me", body);
+    await confirmed(() => api("DELETE", "/auth/me", body));
     leaving();
     // The session died with the account: forget its tokens (the call itself fails, and that is fine).
     await gatehouse.logout("current").catch(() => {});
@@ -24,5 +24,5 @@ action(
     showStatus("Your account was deleted.");
     focus($("title"));
   },
-  { password: "delete-password", code: "delete-code" },
+  { code: "delete-code" },
 );

@@ -1,7 +1,7 @@
 // Profile: the name, the address and whether it is verified, a new verification link, and a
 // change of address (a link to the new address; the change happens when it comes back).
 import { $, showStatus, when } from "/assets/pages/ui.js";
-import { action, api, clicked, me, section } from "/assets/pages/account.js";
+import { action, api, clicked, confirmed, me, section } from "/assets/pages/account.js";
 
 section({
   id: "profile",
@@ -26,9 +26,9 @@ action(
   async () => {
     const form = $("email-form");
     const newEmail = $("new-email").value.trim();
-    await api("POST", "/auth/email", { newEmail, password: $("email-password").value });
+    await confirmed(() => api("POST", "/auth/email", { newEmail }));
     form.reset();
     showStatus(`We mailed a link to ${newEmail}. Your address changes when you open it.`, form);
   },
-  { newEmail: "new-email", password: "email-password" },
+  { newEmail: "new-email" },
 );

@@ -1,7 +1,7 @@
 // Security: the password, two-factor authentication (enrolment, recovery codes, turning it off)
 // and passkeys.
 import { $, focus, gatehouse, showError, showStatus, when } from "/assets/pages/ui.js";
-import { action, api, button, element, refresh, reload, section } from "/assets/pages/account.js";
+import { action, api, button, confirmed, element, refresh, reload, section } from "/assets/pages/account.js";
 
 // ---- password ----
 
@@ -9,16 +9,14 @@ action(
   $("password-form"),
   async () => {
     const form = $("password-form");
-    await api("POST", "/auth/password", {
-      currentPassword: $("current-password").value,
-      newPassword: $("new-password").value,
-    });
+    const newPassword = $("new-password").value;
+    await confirmed(() => api("POST", "/auth/password", { newPassword }));
     form.reset();
     showStatus("Your password was changed. Your other sessions were signed out.", form);
     // The other sessions ended: every list is read again.
     await refresh();
   },
-  { currentPassword: "current-password", newPassword: "new-password" },
+  { newPassword: "new-password" },
 );
 
 // ---- two-factor authentication ----
@@ -71,8 +69,7 @@ $("codes-saved").addEventListener("click", () => {
 action(
   $("twofa-setup-form"),
   async () => {
-    const setup = await api("POST", "/auth/2fa/setup", { password: $("setup-password").value });
-    $("twofa-setup-form").reset();
+    const setup = await confirmed(() => api("POST", "/auth/2fa/setup", {}));
     // An SVG in an <img> runs no script; data: images are allowed by the page's CSP.
     $("qr").src = `data:image/svg+xml;charset=utf-8,${encodeURIComponent(setup.qrCodeSvg)}`;
     $("secret").textContent = grouped(setup.secret);
@@ -82,7 +79,6 @@ action(
     $("twofa-enable-form").hidden = false;
     focus($("enable-code"));
   },
-  { password: "setup-password" },
 );
 
 action(
@@ -120,17 +116,15 @@ action(
 action(
   $("twofa-disable-form"),
   async () => {
-    await api("POST", "/auth/2fa/disable", {
-      password: $("disable-password").value,
-      code: $("disable-code").value.trim(),
-    });
+    const code = $("disable-code").value.trim();
+    await confirmed(() => api("POST", "/auth/2fa/disable", { code }));
     $("twofa-disable-form").reset();
     $("recovery-codes").hidden = true;
     await reload();
     showStatus("Two-factor authentication is off.", $("twofa-state"));
     focus($("twofa-title"));
   },
-  { password: "disable-password", code: "disable-code" },
+  { code: "disable-code" },
 );
 
 // ---- passkeys ----
@@ -174,15 +168,13 @@ if ($("passkey-form")) {
     $("passkey-form"),
     async () => {
       const form = $("passkey-form");
-      const passkey = await gatehouse.registerPasskey(
-        $("passkey-password").value,
-        $("passkey-name").value.trim() || undefined,
-      );
+      const name = $("passkey-name").value.trim() || undefined;
+      const passkey = await confirmed(() => gatehouse.registerPasskey(undefined, name));
       form.reset();
       showStatus(`The passkey “${passkey.name}” was added.`, form);
       await loadPasskeys();
     },
-    { password: "passkey-password", name: "passkey-name" },
+    { name: "passkey-name" },
   );
 }
 

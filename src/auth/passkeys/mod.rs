@@ -125,11 +125,13 @@ impl Passkeys {
     pub async fn start_passkey_registration(
         &self,
         who: &Principal,
-        password: SecretString,
+        password: Option<SecretString>,
     ) -> Result<CeremonyStarted> {
         let webauthn = self.relying_party()?;
         let user = self.core.user(who).await?;
-        self.core.recheck_password(&user, password).await?;
+        self.core
+            .confirm_owner(&user, who, password, "password")
+            .await?;
         let existing = self.core.store.passkeys_of(user.id).await?;
         if existing.len() >= MAX_PASSKEYS {
             return Err(Error::field(

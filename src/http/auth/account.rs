@@ -5,8 +5,8 @@ use secrecy::SecretString;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use super::non_empty;
 use super::views::{Done, Me};
+use super::{non_empty, password_or_window};
 use crate::error::{Error, PasswordProblem, Result, Validator};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
@@ -34,7 +34,7 @@ async fn me(State(state): State<AppState>, AuthUser(who): AuthUser) -> Result<An
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(rename_all = "camelCase", default)]
 struct PasswordRequest {
-    #[schema(required = true, min_length = 1)]
+    /// The account's password. Not needed while this session is re-authenticated (`POST /auth/reauthenticate`).
     current_password: String,
     /// 8 to 256 characters, not a common breached password.
     #[schema(required = true, min_length = 8, max_length = 256)]
@@ -61,18 +61,13 @@ async fn change_password(
     AppJson(body): AppJson<PasswordRequest>,
 ) -> Result<Answer<Done>> {
     let mut v = Validator::new();
-    let current = v.check("currentPassword", non_empty(body.current_password));
+    let current = password_or_window(body.current_password);
     let new = v.check("newPassword", non_empty(body.new_password));
-    let (current, new) = v.finish(current.zip(new))?;
+    let new = v.finish(new)?;
     state
         .auth
         .accounts
-        .change_password(
-            &who,
-            SecretString::from(current),
-            SecretString::from(new),
-            &client,
-        )
+        .change_password(&who, current, SecretString::from(new), &client)
         .await?;
     Ok(ok(Done {}))
 }
@@ -80,7 +75,7 @@ async fn change_password(
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
 struct DeleteMeRequest {
-    #[schema(required = true, min_length = 1)]
+    /// The account's password. Not needed while this session is re-authenticated (`POST /auth/reauthenticate`).
     password: String,
     /// A TOTP or recovery code; required when two-factor authentication is on.
     code: Option<String>,
@@ -105,9 +100,7 @@ async fn delete_me(
     Client(client): Client,
     AppJson(body): AppJson<DeleteMeRequest>,
 ) -> Result<Answer<Done>> {
-    let mut v = Validator::new();
-    let password = v.check("password", non_empty(body.password));
-    let password = v.finish(password)?;
+    let password = password_or_window(body.password);
     let code = body
         .code
         .map(|c| c.trim().to_owned())
@@ -115,7 +108,7 @@ async fn delete_me(
     state
         .auth
         .accounts
-        .delete_account(&who, SecretString::from(password), code.as_deref(), &client)
+        .delete_account(&who, password, code.as_deref(), &client)
         .await?;
     Ok(ok(Done {}))
 }

@@ -9,8 +9,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::non_empty;
 use super::views::{Done, TokenSetView};
+use super::{non_empty, password_or_window};
 use crate::domain::Email;
 use crate::error::{Error, PasswordProblem, Result, Validator};
 use crate::http::docs::{
@@ -187,7 +187,7 @@ async fn resend_verification(
 struct ChangeEmailRequest {
     #[schema(required = true, format = Email, max_length = 254, example = "ada@example.org")]
     new_email: String,
-    #[schema(required = true, min_length = 1)]
+    /// The account's password. Not needed while this session is re-authenticated (`POST /auth/reauthenticate`).
     password: String,
 }
 
@@ -217,12 +217,12 @@ async fn change_email(
 ) -> Result<(StatusCode, Answer<Done>)> {
     let mut v = Validator::new();
     let email = v.check("newEmail", Email::parse(&body.new_email));
-    let password = v.check("password", non_empty(body.password));
-    let (email, password) = v.finish(email.zip(password))?;
+    let email = v.finish(email)?;
+    let password = password_or_window(body.password);
     state
         .auth
         .addresses
-        .change_email(&who, &email, SecretString::from(password), &client)
+        .change_email(&who, &email, password, &client)
         .await?;
     Ok((StatusCode::ACCEPTED, ok(Done {})))
 }

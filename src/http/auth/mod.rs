@@ -3,6 +3,8 @@
 
 use utoipa_axum::router::OpenApiRouter;
 
+use secrecy::SecretString;
+
 use super::AppState;
 use crate::error::{Result, Validator};
 
@@ -11,6 +13,7 @@ mod browser;
 mod login;
 mod mail;
 mod passkeys;
+mod reauth;
 mod sessions;
 mod two_factor;
 pub mod views;
@@ -21,6 +24,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(sessions::router())
         .merge(browser::router())
         .merge(account::router())
+        .merge(reauth::router())
         .merge(two_factor::router())
         .merge(passkeys::router())
         .merge(mail::router())
@@ -32,6 +36,12 @@ fn non_empty(value: String) -> Result<String, String> {
     } else {
         Ok(value)
     }
+}
+
+/// A password field of a call the re-authentication window can stand in for (`auth::reauth`):
+/// empty or absent, the session's window is asked instead.
+fn password_or_window(raw: String) -> Option<SecretString> {
+    (!raw.is_empty()).then(|| SecretString::from(raw))
 }
 
 /// A code field: trimmed, required.

@@ -3,14 +3,13 @@
 
 use axum::extract::State;
 use axum::http::StatusCode;
-use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::non_empty;
 use super::views::{CeremonyView, Deleted, PasskeyView, TokenSetView};
+use super::{non_empty, password_or_window};
 use crate::auth::passkeys::{AssertionResponse, PasskeyName, RegistrationResponse, SignInWith};
 use crate::domain::Email;
 use crate::error::{Error, Result, Validator};
@@ -51,8 +50,7 @@ fn credential<T>(v: &mut Validator, parsed: Result<T, (String, String)>) -> Opti
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
 struct RegisterStartRequest {
-    /// The account's password: an access token alone must not add a passkey.
-    #[schema(required = true, min_length = 1)]
+    /// The account's password: an access token alone must not add a passkey. Not needed while this session is re-authenticated (`POST /auth/reauthenticate`).
     password: String,
 }
 
@@ -78,13 +76,11 @@ async fn start_registration(
     AuthUser(who): AuthUser,
     AppJson(body): AppJson<RegisterStartRequest>,
 ) -> Result<Answer<CeremonyView>> {
-    let mut v = Validator::new();
-    let password = v.check("password", non_empty(body.password));
-    let password = v.finish(password)?;
+    let password = password_or_window(body.password);
     let started = state
         .auth
         .passkeys
-        .start_passkey_registration(&who, SecretString::from(password))
+        .start_passkey_registration(&who, password)
         .await?;
     Ok(ok(started.into()))
 }

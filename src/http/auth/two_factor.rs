@@ -1,13 +1,12 @@
 //! Two-factor enrolment and upkeep: setup, enable, disable, new recovery codes.
 
 use axum::extract::State;
-use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::views::{Done, TwoFactorSetupView};
-use super::{code, non_empty};
-use crate::error::{Error, Result, Validator};
+use super::{code, password_or_window};
+use crate::error::{Error, Result};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
 };
@@ -27,8 +26,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
 struct SetupRequest {
-    /// The account's password: an access token alone must not enrol an authenticator.
-    #[schema(required = true, min_length = 1)]
+    /// The account's password: an access token alone must not enrol an authenticator. Not needed while this session is re-authenticated (`POST /auth/reauthenticate`).
     password: String,
 }
 
@@ -53,13 +51,11 @@ async fn setup_two_factor(
     AuthUser(who): AuthUser,
     AppJson(body): AppJson<SetupRequest>,
 ) -> Result<Answer<TwoFactorSetupView>> {
-    let mut v = Validator::new();
-    let password = v.check("password", non_empty(body.password));
-    let password = v.finish(password)?;
+    let password = password_or_window(body.password);
     let setup = state
         .auth
         .two_factor
-        .setup_two_factor(&who, SecretString::from(password))
+        .setup_two_factor(&who, password)
         .await?;
     Ok(ok(setup.into()))
 }
@@ -108,7 +104,7 @@ async fn enable_two_factor(
 #[derive(Deserialize, Default, ToSchema)]
 #[serde(default)]
 struct DisableRequest {
-    #[schema(required = true, min_length = 1)]
+    /// The account's password. Not needed while this session is re-authenticated (`POST /auth/reauthenticate`).
     password: String,
     /// A TOTP code or an unused recovery code.
     #[schema(required = true, pattern = "\\S", example = "492039")]
@@ -134,14 +130,12 @@ async fn disable_two_factor(
     Client(client): Client,
     AppJson(body): AppJson<DisableRequest>,
 ) -> Result<Answer<Done>> {
-    let mut v = Validator::new();
-    let password = v.check("password", non_empty(body.password));
-    let code = v.check("code", non_empty(body.code.trim().to_owned()));
-    let (password, code) = v.finish(password.zip(code))?;
+    let password = password_or_window(body.password);
+    let code = code(body.code)?;
     state
         .auth
         .two_factor
-        .disable_two_factor(&who, SecretString::from(password), &code, &client)
+        .disable_two_factor(&who, password, &code, &client)
         .await?;
     Ok(ok(Done {}))
 }

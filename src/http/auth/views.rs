@@ -79,6 +79,10 @@ pub struct Me {
     pub created_at: String,
     /// Whether a link mailed to the address came back (or an operator made the account).
     pub email_verified: bool,
+    /// Until when this session needs no password at the calls that re-check it
+    /// (`POST /auth/reauthenticate`); `null` when it is not re-authenticated now.
+    #[schema(format = DateTime, example = "2026-11-21T09:35:00.417Z")]
+    pub reauthenticated_until: Option<String>,
 }
 
 impl From<Account> for Me {
@@ -92,6 +96,7 @@ impl From<Account> for Me {
             roles: a.roles,
             created_at: rfc3339(a.created_at),
             email_verified: a.email_verified,
+            reauthenticated_until: a.reauthenticated_until.map(rfc3339),
         }
     }
 }
