@@ -391,8 +391,20 @@ async fn shutdown_answers_every_accepted_request(backend: Backend) {
         }
     }));
     let pid = server.pid();
-    let stop = async {
-        tokio::time::sleep(std::time::Duration::from_millis(150)).await;
+    let log = server.log.clone();
+    // SIGTERM once the server has begun one of them (not after a fixed delay: on a loaded machine
+    // none might have begun by then, and the test would prove nothing).
+    let stop = async move {
+        let begun = || {
+            log.lock()
+                .unwrap()
+                .iter()
+                .any(|line| line.contains("started processing request"))
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !begun() && std::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+        }
         let _ = std::process::Command::new("kill")
             .args(["-TERM", &pid.to_string()])
             .status();
