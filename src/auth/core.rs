@@ -128,6 +128,7 @@ impl Core {
                 user_agent: client.user_agent.as_deref(),
                 refresh: &refresh,
                 auth_epoch: user.auth_epoch,
+                grant: None,
             })
             .await?;
         if !opened {

@@ -53,6 +53,13 @@ pub struct AccessClaims {
     /// introspection and the rules read the roles of now.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub org_roles: Vec<String>,
+    /// The client the token was issued to (docs/api.md §11, RFC 9068 §2.2); absent for the
+    /// person's own sign-in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<String>,
+    /// The scopes granted to that client, space-separated; absent with `client_id`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -194,6 +201,8 @@ impl Tokens {
                 roles: roles.to_vec(),
                 org_id: org.map(|m| m.org_id),
                 org_roles: org.map(|m| m.roles.clone()).unwrap_or_default(),
+                client_id: None,
+                scope: None,
             },
         )
     }

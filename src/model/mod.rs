@@ -15,8 +15,8 @@ pub mod users;
 
 pub use clients::{Client, ClientType, GrantType};
 pub use sessions::{
-    ClientInfo, CookieSession, EndReason, Factor, Identity, LoginOutcome, LogoutScope, Principal,
-    RefreshRecord, Session, SessionInfo, TokenSet, is_multi_factor,
+    ClientGrant, ClientInfo, CookieSession, EndReason, Factor, Identity, LoginOutcome, LogoutScope,
+    Principal, RefreshRecord, Session, SessionInfo, TokenSet, is_multi_factor,
 };
 pub use users::{
     Account, AddressProof, ManagedUser, SignInMethods, TwoFactorSetup, User, UserSummary,

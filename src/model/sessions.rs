@@ -20,6 +20,36 @@ pub struct Session {
     pub revoked_at: Option<i64>,
     /// The active organisation (docs/api.md §13), kept by refresh while the person is a member.
     pub org_id: Option<Uuid>,
+    /// What a client was given (docs/api.md §11); `None`: the person's own sign-in.
+    #[allow(dead_code)] // read by the provider's flows (issue 25), which follow
+    pub grant: Option<ClientGrant>,
+}
+
+/// A session begun by an authorization of a client (docs/api.md §11): whose it is, what it may
+/// do, and what its ID tokens say.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientGrant {
+    pub client_id: Uuid,
+    /// The granted scopes, in the order they were asked.
+    pub scope: Vec<String>,
+    /// The person's own session the authorization was given from.
+    pub parent_id: Option<Uuid>,
+    /// When the person authenticated (ms): the ID token's `auth_time`.
+    pub auth_time: i64,
+    /// The RFC 8707 resource the tokens are for; `None`: `GATEHOUSE_AUDIENCE`.
+    pub audience: Option<String>,
+}
+
+impl ClientGrant {
+    /// The scopes as RFC 6749 §3.3 writes them: space-separated.
+    pub fn scope_string(&self) -> String {
+        self.scope.join(" ")
+    }
+
+    #[allow(dead_code)] // used by the provider's flows (issue 25), which follow
+    pub fn has_scope(&self, scope: &str) -> bool {
+        self.scope.iter().any(|s| s == scope)
+    }
 }
 
 /// The session of a browser cookie (docs/api.md §6b), with what decides whether it counts.

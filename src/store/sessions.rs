@@ -4,7 +4,7 @@ use uuid::Uuid;
 
 use super::{Backend, Store, on_pool, on_write_pool};
 use crate::error::Result;
-use crate::model::{RefreshRecord, Session};
+use crate::model::{ClientGrant, RefreshRecord, Session};
 
 #[derive(sqlx::FromRow)]
 struct SessionRow {
@@ -17,6 +17,11 @@ struct SessionRow {
     last_used_at: i64,
     revoked_at: Option<i64>,
     org_id: Option<Uuid>,
+    client_id: Option<Uuid>,
+    scope: Option<String>,
+    parent_id: Option<Uuid>,
+    auth_time: Option<i64>,
+    audience: Option<String>,
 }
 
 impl From<SessionRow> for Session {
@@ -31,6 +36,19 @@ impl From<SessionRow> for Session {
             last_used_at: r.last_used_at,
             revoked_at: r.revoked_at,
             org_id: r.org_id,
+            grant: r.client_id.map(|client_id| ClientGrant {
+                client_id,
+                scope: r
+                    .scope
+                    .as_deref()
+                    .unwrap_or_default()
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect(),
+                parent_id: r.parent_id,
+                auth_time: r.auth_time.unwrap_or(r.created_at),
+                audience: r.audience,
+            }),
         }
     }
 }
@@ -38,7 +56,8 @@ impl From<SessionRow> for Session {
 /// The columns of `SessionRow`, as a literal so that query texts can be `concat!`ed consts.
 macro_rules! session_columns {
     () => {
-        "id, user_id, amr, ip, user_agent, created_at, last_used_at, revoked_at, org_id"
+        "id, user_id, amr, ip, user_agent, created_at, last_used_at, revoked_at, org_id, client_id, \
+         scope, parent_id, auth_time, audience"
     };
 }
 
@@ -187,6 +206,8 @@ pub struct NewSession<'a> {
     /// The account's `auth_epoch` when the login's checks began: the session is opened only if it
     /// is still that, and the account is not disabled.
     pub auth_epoch: i64,
+    /// What a client is given, for a session begun by an authorization (docs/api.md §11).
+    pub grant: Option<&'a ClientGrant>,
 }
 
 /// Revokes every active session of `$user` but `$keep` inside the open transaction `$tx`, and
@@ -235,10 +256,13 @@ impl Store {
         };
         let insert_session = format!(
             "INSERT INTO sessions (id, user_id, amr, ip, user_agent, created_at, last_used_at, \
-             expires_at) SELECT $1, id, $3, $4, $5, $6, $6, $7 FROM users \
+             expires_at, client_id, scope, parent_id, auth_time, audience) \
+             SELECT $1, id, $3, $4, $5, $6, $6, $7, $9, $10, $11, $12, $13 FROM users \
              WHERE id = $2 AND disabled = FALSE AND auth_epoch = $8{lock}"
         );
         let amr = s.amr.join(" ");
+        let grant = s.grant;
+        let scope = grant.map(ClientGrant::scope_string);
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             let created = sqlx::query(&insert_session)
@@ -250,6 +274,11 @@ impl Store {
                 .bind(s.refresh.issued_at)
                 .bind(s.refresh.expires_at)
                 .bind(s.auth_epoch)
+                .bind(grant.map(|g| g.client_id))
+                .bind(scope.as_deref())
+                .bind(grant.and_then(|g| g.parent_id))
+                .bind(grant.map(|g| g.auth_time))
+                .bind(grant.and_then(|g| g.audience.as_deref()))
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();
