@@ -160,6 +160,7 @@ impl Core {
                 refresh.jti,
                 refresh.issued_at,
                 refresh.expires_at,
+                None,
             )?,
             expires_in: self.tokens.access_ttl_seconds(),
             user: UserSummary::from(user),

@@ -111,6 +111,8 @@ pub struct AuthService {
     pub guard: Guard,
     pub browser: BrowserSessions,
     pub clients: Clients,
+    /// The OpenID provider's flows (docs/api.md §11).
+    pub oauth: oauth::Provider,
     pub admin: Admin,
     pub housekeeping: Housekeeping,
 }
@@ -178,6 +180,7 @@ impl AuthService {
             },
             two_factor: TwoFactor { core: core.clone() },
             browser: BrowserSessions::new(core.clone()),
+            oauth: oauth::Provider::new(core.clone(), Clients::new(core.clone()), sessions.clone()),
             clients: Clients::new(core.clone()),
             housekeeping: Housekeeping { core },
             login,

@@ -12,7 +12,15 @@ use crate::error::{Error, Result};
 use crate::metrics::RefreshOutcome;
 use crate::model::{
     ClientInfo, EndReason, LogoutScope, Principal, RefreshRecord, Session, SessionInfo, TokenSet,
+    User,
 };
+
+/// A session whose refresh token was rotated: its next refresh record, and its account as now.
+pub(crate) struct Renewed {
+    pub session: Session,
+    pub user: User,
+    pub refresh: RefreshRecord,
+}
 
 /// Why a refresh gave no tokens: a replayed token (its session ended), or any other error.
 enum Refused {
@@ -39,7 +47,9 @@ impl Sessions {
     /// token without an organisation does not even look the account up.
     pub async fn authenticate(&self, access_token: &str) -> Result<Principal> {
         let claims = self.core.tokens.verify_access_cached(access_token)?;
-        if self.core.live.is_revoked(claims.sid) {
+        // A client's token for itself names no person: it is for introspection and the services
+        // that accept it, not for a person's calls.
+        if claims.client_only || self.core.live.is_revoked(claims.sid) {
             return Err(Error::TokenInvalid);
         }
         let org = match claims.org {
@@ -56,9 +66,27 @@ impl Sessions {
     }
 
     /// Rotates a refresh token: the presented one is used up, a new one is returned.
-    /// Each refresh is counted once, by its outcome: a detected reuse is not also an invalid token.
     pub async fn refresh(&self, token: &str, client: &ClientInfo) -> Result<TokenSet> {
-        let result = self.rotate(token, client).await;
+        let renewed = self.renew(token, client, None).await?;
+        let org = self.core.kept_org(&renewed.session).await?;
+        self.core.token_set(
+            &renewed.user,
+            &renewed.session.amr,
+            org.as_ref(),
+            &renewed.refresh,
+        )
+    }
+
+    /// The rotation of §2 for the person's own sessions (`for_client: None`) and for a client's
+    /// (docs/api.md §11: its refresh token works for that client only). Each refresh is counted
+    /// once, by its outcome: a detected reuse is not also an invalid token.
+    pub(crate) async fn renew(
+        &self,
+        token: &str,
+        client: &ClientInfo,
+        for_client: Option<Uuid>,
+    ) -> Result<Renewed> {
+        let result = self.rotate(token, client, for_client).await;
         let outcome = match &result {
             Ok((_, outcome)) => Some(*outcome),
             Err(Refused::ReuseDetected) => Some(RefreshOutcome::ReuseDetected),
@@ -69,7 +97,7 @@ impl Sessions {
             self.core.metrics.refresh(outcome);
         }
         match result {
-            Ok((tokens, _)) => Ok(tokens),
+            Ok((renewed, _)) => Ok(renewed),
             Err(Refused::ReuseDetected) => Err(Error::RefreshTokenInvalid),
             Err(Refused::Error(error)) => Err(error),
         }
@@ -79,8 +107,14 @@ impl Sessions {
         &self,
         token: &str,
         client: &ClientInfo,
-    ) -> Result<(TokenSet, RefreshOutcome), Refused> {
+        for_client: Option<Uuid>,
+    ) -> Result<(Renewed, RefreshOutcome), Refused> {
         let claims = self.core.tokens.verify_refresh(token)?;
+        // Before anything is used up: a client's token at `/auth/refresh` (it would come back as
+        // the person's own, unlimited by scope) or at another client is no token at all.
+        if claims.client_id != for_client {
+            return Err(Error::RefreshTokenInvalid.into());
+        }
         let now = self.core.clock.now_ms();
         let next = RefreshRecord {
             jti: Uuid::new_v4(),
@@ -97,7 +131,10 @@ impl Sessions {
                     (session, current, RefreshOutcome::GraceReuse)
                 }
             };
-        if session.id != claims.sid || session.user_id != claims.sub {
+        if session.id != claims.sid
+            || session.user_id != claims.sub
+            || session.grant.as_ref().map(|g| g.client_id) != for_client
+        {
             return Err(Error::RefreshTokenInvalid.into());
         }
         let user = self
@@ -112,10 +149,12 @@ impl Sessions {
         // Every way in: a session opened before the requirement was turned on (or before the
         // address was changed back to an unverified one) is not renewed either.
         self.core.require_verified(&user)?;
-        let org = self.core.kept_org(&session).await?;
         Ok((
-            self.core
-                .token_set(&user, &session.amr, org.as_ref(), &refresh)?,
+            Renewed {
+                session,
+                user,
+                refresh,
+            },
             outcome,
         ))
     }

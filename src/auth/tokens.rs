@@ -71,6 +71,11 @@ pub struct RefreshClaims {
     pub jti: Uuid,
     pub iat: i64,
     pub exp: i64,
+    /// The client whose session it renews (docs/api.md §11): such a token is refused at
+    /// `/auth/refresh` and by every other client at the token endpoint. Absent for the person's
+    /// own sign-in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_id: Option<Uuid>,
 }
 
 /// Issues and verifies the service's tokens.
@@ -84,6 +89,8 @@ pub struct Verified {
     pub multi_factor: bool,
     /// The active organisation it names, if any: its membership is checked on every use.
     pub org: Option<Uuid>,
+    /// A client's token for itself (`client_credentials`: `sub` is the client, not a person).
+    pub client_only: bool,
     /// The key set it was verified with: once the set changes (a key retired for good, or
     /// revoked), the token is verified again.
     generation: u64,
@@ -157,6 +164,22 @@ impl Tokens {
         self.access_ttl
     }
 
+    /// The `iss` of every token (and of the OpenID provider when it is a URL).
+    pub fn issuer(&self) -> &str {
+        &self.issuer
+    }
+
+    /// The `aud` of access tokens (`GATEHOUSE_AUDIENCE`).
+    pub fn audience(&self) -> &str {
+        &self.audience
+    }
+
+    /// An access token with these claims (docs/api.md §11: a client's, with `client_id` and
+    /// `scope`), signed as every access token is.
+    pub fn access_with(&self, claims: &AccessClaims) -> Result<String> {
+        self.sign(ACCESS_TYP, claims)
+    }
+
     /// The algorithm access and refresh tokens are signed with.
     #[allow(dead_code, reason = "the OpenID provider (issue 25) lands next")]
     pub fn access_alg(&self) -> SigningAlg {
@@ -216,6 +239,7 @@ impl Tokens {
         jti: Uuid,
         issued_at_ms: i64,
         expires_at_ms: i64,
+        client: Option<Uuid>,
     ) -> Result<String> {
         self.sign(
             REFRESH_TYP,
@@ -227,6 +251,7 @@ impl Tokens {
                 jti,
                 iat: issued_at_ms / 1000,
                 exp: expires_at_ms / 1000,
+                client_id: client,
             },
         )
     }
@@ -257,6 +282,7 @@ impl Tokens {
             exp: claims.exp,
             multi_factor: is_multi_factor(&claims.amr),
             org: claims.org_id,
+            client_only: claims.client_id.as_deref() == Some(claims.sub.to_string().as_str()),
             generation,
         };
         let mut cache = self.verified.write().unwrap_or_else(|e| e.into_inner());

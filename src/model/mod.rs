@@ -5,6 +5,7 @@
 pub mod clients;
 pub mod contacts;
 pub mod mail;
+pub mod oauth;
 pub mod orgs;
 pub mod passkeys;
 // Matching is for the flows, which land next; the registry checks with it already.

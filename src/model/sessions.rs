@@ -21,7 +21,6 @@ pub struct Session {
     /// The active organisation (docs/api.md §13), kept by refresh while the person is a member.
     pub org_id: Option<Uuid>,
     /// What a client was given (docs/api.md §11); `None`: the person's own sign-in.
-    #[allow(dead_code)] // read by the provider's flows (issue 25), which follow
     pub grant: Option<ClientGrant>,
 }
 
@@ -46,7 +45,6 @@ impl ClientGrant {
         self.scope.join(" ")
     }
 
-    #[allow(dead_code)] // used by the provider's flows (issue 25), which follow
     pub fn has_scope(&self, scope: &str) -> bool {
         self.scope.iter().any(|s| s == scope)
     }
@@ -200,6 +198,8 @@ pub enum EndReason {
     TwoFactorReset,
     /// An admin ended the account's sessions.
     EndedByAdmin,
+    /// The authorization code that began the session was used again (RFC 6749 §4.1.2).
+    CodeReplayed,
 }
 
 impl EndReason {
@@ -215,6 +215,7 @@ impl EndReason {
             EndReason::AccountDeleted => "account_deleted",
             EndReason::TwoFactorReset => "two_factor_reset",
             EndReason::EndedByAdmin => "ended_by_admin",
+            EndReason::CodeReplayed => "code_replayed",
         }
     }
 }

@@ -23,6 +23,7 @@ pub mod cookies;
 mod credentials;
 pub mod keys;
 pub mod mail_tokens;
+pub mod oauth_codes;
 pub mod org_invitations;
 pub mod orgs;
 pub mod outbox;

@@ -15,8 +15,9 @@ use super::contacts::{
 use super::cookies::COOKIE_SESSION;
 use super::orgs::MEMBERSHIPS_OF;
 use super::purge::{
-    PURGE_CONSUMED_REFRESH_TOKENS, PURGE_EXPIRED_CHALLENGES, PURGE_EXPIRED_MAIL_TOKENS,
-    PURGE_IDLE_THROTTLES, PURGE_LAPSED_SESSIONS, PURGE_OLD_AUDIT_EVENTS, PURGE_REVOKED_SESSIONS,
+    PURGE_CONSUMED_REFRESH_TOKENS, PURGE_EXPIRED_CHALLENGES, PURGE_EXPIRED_CODES,
+    PURGE_EXPIRED_MAIL_TOKENS, PURGE_IDLE_THROTTLES, PURGE_LAPSED_SESSIONS, PURGE_OLD_AUDIT_EVENTS,
+    PURGE_REVOKED_SESSIONS,
 };
 use super::sessions::{
     ACTIVE_SESSIONS, CURRENT_REFRESH, INSERT_REFRESH, REFRESH_BY_JTI, REVOKED_SINCE,
@@ -257,6 +258,12 @@ fn cases() -> Vec<Case> {
         purge(
             "purge: expired mail tokens",
             PURGE_EXPIRED_MAIL_TOKENS,
+            "bigint, bigint",
+            "100, 500",
+        ),
+        purge(
+            "purge: expired authorization codes",
+            PURGE_EXPIRED_CODES,
             "bigint, bigint",
             "100, 500",
         ),

@@ -41,6 +41,9 @@ pub enum Purge {
     ExpiredCeremonies,
     /// Mailed tokens expired before the cut-off.
     ExpiredMailTokens,
+    /// Authorization codes expired before the cut-off (a used one is kept until then, so that its
+    /// replay is recognised).
+    ExpiredCodes,
 }
 
 impl Purge {
@@ -57,6 +60,7 @@ impl Purge {
             Purge::OldAuditEvents => PURGE_OLD_AUDIT_EVENTS,
             Purge::ExpiredCeremonies => PURGE_EXPIRED_CEREMONIES,
             Purge::ExpiredMailTokens => PURGE_EXPIRED_MAIL_TOKENS,
+            Purge::ExpiredCodes => PURGE_EXPIRED_CODES,
         }
     }
 }
@@ -113,6 +117,7 @@ pub(super) const PURGE_EXPIRED_CEREMONIES: Texts =
     purge_sql!("passkey_ceremonies", "id", "expires_at");
 pub(super) const PURGE_EXPIRED_MAIL_TOKENS: Texts =
     purge_sql!("mail_tokens", "token_hash", "expires_at");
+pub(super) const PURGE_EXPIRED_CODES: Texts = purge_sql!("oauth_codes", "code_hash", "expires_at");
 
 impl Store {
     /// Deletes at most `limit` rows of `kind` older than `before`, in a transaction of its own;

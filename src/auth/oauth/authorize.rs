@@ -1,0 +1,378 @@
+//! The authorization (docs/api.md §11): a request checked against its client, the person's
+//! session judged (`prompt`, `max_age`), consent asked or remembered, and a code issued.
+
+use subtle::ConstantTimeEq as _;
+use url::Url;
+use uuid::Uuid;
+
+use super::standin::{Client, GrantType};
+use super::{Provider, scopes};
+use crate::crypto::{b64url, random_token, sha256};
+use crate::error::{Error, Result};
+use crate::model::oauth::AuthorizationCode;
+
+/// How long a code may wait for its exchange (RFC 6749 §4.1.2: at most 10 minutes; 60 s here).
+pub const CODE_TTL_MS: i64 = 60_000;
+/// Longest `state` and `nonce` kept (they travel back in URLs and tokens).
+const STATE_MAX: usize = 2048;
+const NONCE_MAX: usize = 512;
+
+/// The parameters of an authorization request, as the page's query or the API's body gives them.
+#[derive(Debug, Clone, Default)]
+pub struct AuthorizeRequest {
+    pub client_id: String,
+    pub redirect_uri: String,
+    /// `None`: the API's call, which is for `code` only.
+    pub response_type: Option<String>,
+    pub scope: Option<String>,
+    pub state: Option<String>,
+    pub code_challenge: Option<String>,
+    pub code_challenge_method: Option<String>,
+    pub nonce: Option<String>,
+    pub prompt: Option<String>,
+    pub max_age: Option<i64>,
+    pub resource: Option<String>,
+    /// The person's answer on the consent screen: `true` allows, `false` refuses; `None`: not asked.
+    pub consent: Option<bool>,
+}
+
+/// Who asks: the person's own session (a first-party access token's, or the browser cookie's).
+#[derive(Debug, Clone, Copy)]
+pub struct Person {
+    pub user_id: Uuid,
+    pub session_id: Uuid,
+}
+
+/// What the authorization comes to.
+#[derive(Debug)]
+pub enum Authorization {
+    /// Back to the client: its redirect URI with `code` or `error`, and `state` and `iss`.
+    Redirect(String),
+    /// The person must allow the client these scopes (those not consented yet).
+    ConsentRequired { client: Client, scopes: Vec<String> },
+    /// The person must sign in (again): no session, `prompt=login`, or older than `max_age`.
+    LoginRequired,
+}
+
+/// A request with its client and redirect URI known good: from here every problem goes back to
+/// the client.
+struct Checked<'a> {
+    client: Client,
+    request: &'a AuthorizeRequest,
+    issuer: &'a str,
+}
+
+impl Checked<'_> {
+    fn back(&self, params: &[(&str, &str)]) -> Authorization {
+        let mut url = Url::parse(&self.request.redirect_uri)
+            .expect("a registered redirect URI is an absolute URL");
+        {
+            let mut query = url.query_pairs_mut();
+            for (name, value) in params {
+                query.append_pair(name, value);
+            }
+            if let Some(state) = &self.request.state {
+                query.append_pair("state", state);
+            }
+            query.append_pair("iss", self.issuer);
+        }
+        Authorization::Redirect(url.into())
+    }
+
+    fn error(&self, error: &str, description: &str) -> Authorization {
+        self.back(&[("error", error), ("error_description", description)])
+    }
+}
+
+/// The `prompt` values (OpenID Connect Core §3.1.2.1) Gatehouse acts on.
+#[derive(Default)]
+struct Prompt {
+    none: bool,
+    login: bool,
+    consent: bool,
+}
+
+fn prompt(text: Option<&str>) -> std::result::Result<Prompt, String> {
+    let mut p = Prompt::default();
+    for value in text
+        .unwrap_or_default()
+        .split(' ')
+        .filter(|v| !v.is_empty())
+    {
+        match value {
+            "none" => p.none = true,
+            "login" => p.login = true,
+            "consent" => p.consent = true,
+            // Gatehouse holds one account per browser: there is nothing to select.
+            "select_account" => {}
+            other => return Err(format!("prompt {other:?} is not supported")),
+        }
+    }
+    if p.none && (p.login || p.consent) {
+        return Err("prompt=none cannot be combined with another value".into());
+    }
+    Ok(p)
+}
+
+/// RFC 7636 §4.1: 43 to 128 unreserved characters (a challenge, base64url of 32 bytes, is 43).
+pub(super) fn pkce_shaped(text: &str) -> bool {
+    (43..=128).contains(&text.len())
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
+}
+
+/// Whether `verifier` is the one whose S256 challenge is `challenge` (compared in constant time).
+pub(super) fn pkce_matches(verifier: &str, challenge: &str) -> bool {
+    pkce_shaped(verifier)
+        && bool::from(
+            b64url(&sha256(verifier.as_bytes()))
+                .as_bytes()
+                .ct_eq(challenge.as_bytes()),
+        )
+}
+
+impl Provider {
+    /// The client and redirect URI of a request, which must be known before anything can go back
+    /// to it: `VALIDATION_ERROR` otherwise (an error page, never a redirect).
+    pub async fn authorization_client(
+        &self,
+        client_id: &str,
+        redirect_uri: &str,
+    ) -> Result<Client> {
+        let client = super::standin::find(&self.clients, client_id)
+            .await?
+            .ok_or_else(|| Error::field("clientId", "is not a registered client"))?;
+        if Url::parse(redirect_uri).is_err() || !client.allows_redirect(redirect_uri) {
+            return Err(Error::field(
+                "redirectUri",
+                "is not a redirect URI registered for this client",
+            ));
+        }
+        Ok(client)
+    }
+
+    /// Authorizes `request` for `person` (`None`: no session in this browser).
+    pub async fn authorize(
+        &self,
+        request: &AuthorizeRequest,
+        person: Option<Person>,
+    ) -> Result<Authorization> {
+        let client = self
+            .authorization_client(&request.client_id, &request.redirect_uri)
+            .await?;
+        let issuer = self.core.tokens.issuer().to_owned();
+        let checked = Checked {
+            client,
+            request,
+            issuer: &issuer,
+        };
+        let (scopes, prompt) = match self.check(&checked) {
+            Ok(ok) => ok,
+            Err((error, description)) => return Ok(checked.error(error, &description)),
+        };
+        let Some(person) = person else {
+            return Ok(if prompt.none {
+                checked.error("login_required", "no one is signed in")
+            } else {
+                Authorization::LoginRequired
+            });
+        };
+        // The person's own session, live: a client's session (its token, or a cookie it got)
+        // cannot authorize another client.
+        let session = self
+            .core
+            .store
+            .session(person.session_id)
+            .await?
+            .filter(|s| s.revoked_at.is_none() && s.user_id == person.user_id);
+        let Some(session) = session else {
+            return Ok(if prompt.none {
+                checked.error("login_required", "no one is signed in")
+            } else {
+                Authorization::LoginRequired
+            });
+        };
+        if session.grant.is_some() {
+            return Err(Error::Forbidden);
+        }
+        let now = self.core.clock.now_ms();
+        let auth_time = session.created_at;
+        let too_old = request
+            .max_age
+            .is_some_and(|max| now - auth_time > max.saturating_mul(1000));
+        if prompt.login || too_old {
+            return Ok(if prompt.none {
+                checked.error("login_required", "the sign-in is older than max_age")
+            } else {
+                Authorization::LoginRequired
+            });
+        }
+        if request.consent == Some(false) {
+            return Ok(checked.error("access_denied", "the person did not allow it"));
+        }
+        if !checked.client.first_party {
+            let given = self
+                .core
+                .store
+                .consent(person.user_id, checked.client.id)
+                .await?
+                .unwrap_or_default();
+            let missing: Vec<String> = if prompt.consent {
+                scopes.clone()
+            } else {
+                scopes
+                    .iter()
+                    .filter(|s| !given.contains(s))
+                    .cloned()
+                    .collect()
+            };
+            if !missing.is_empty() {
+                if request.consent != Some(true) {
+                    return Ok(if prompt.none {
+                        checked.error("consent_required", "the person has not allowed this yet")
+                    } else {
+                        Authorization::ConsentRequired {
+                            client: checked.client,
+                            scopes: missing,
+                        }
+                    });
+                }
+                let mut all = given;
+                all.extend(
+                    scopes
+                        .iter()
+                        .filter(|s| !all.contains(s))
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                );
+                self.core
+                    .store
+                    .put_consent(person.user_id, checked.client.id, &all, now)
+                    .await?;
+            }
+        }
+        let code = random_token();
+        let record = AuthorizationCode {
+            client_id: checked.client.id,
+            user_id: person.user_id,
+            parent_id: session.id,
+            redirect_uri: request.redirect_uri.clone(),
+            code_challenge: request.code_challenge.clone().unwrap_or_default(),
+            scope: scopes,
+            nonce: request.nonce.clone(),
+            audience: request.resource.clone(),
+            amr: session.amr.clone(),
+            auth_time,
+            expires_at: now + CODE_TTL_MS,
+        };
+        self.core
+            .store
+            .insert_code(&sha256(code.as_bytes()), &record)
+            .await?;
+        Ok(checked.back(&[("code", &code)]))
+    }
+
+    /// Everything of a request that goes back to the client when wrong: its scopes and prompt if
+    /// right, the error and its description if not.
+    fn check(
+        &self,
+        checked: &Checked<'_>,
+    ) -> std::result::Result<(Vec<String>, Prompt), (&'static str, String)> {
+        let r = checked.request;
+        let client = &checked.client;
+        if let Some(t) = r.response_type.as_deref().filter(|t| *t != "code") {
+            return Err((
+                "unsupported_response_type",
+                format!("response_type {t:?} is not supported: only \"code\""),
+            ));
+        }
+        if !client.has_grant(GrantType::AuthorizationCode) {
+            return Err((
+                "unauthorized_client",
+                "the client may not use the authorization code grant".into(),
+            ));
+        }
+        let Some(challenge) = r.code_challenge.as_deref() else {
+            return Err((
+                "invalid_request",
+                "code_challenge is required (PKCE with S256)".into(),
+            ));
+        };
+        if r.code_challenge_method.as_deref() != Some("S256") {
+            return Err((
+                "invalid_request",
+                "code_challenge_method must be S256 (plain is refused)".into(),
+            ));
+        }
+        if challenge.len() != 43 || !pkce_shaped(challenge) {
+            return Err((
+                "invalid_request",
+                "code_challenge must be the base64url SHA-256 of the verifier (43 characters)"
+                    .into(),
+            ));
+        }
+        let scopes = scopes::parse(r.scope.as_deref().unwrap_or_default())
+            .map_err(|e| ("invalid_scope", e.to_string()))?;
+        if scopes.is_empty() {
+            return Err(("invalid_scope", "scope is required".into()));
+        }
+        if let Some(s) = scopes.iter().find(|s| !client.allows_scope(s)) {
+            return Err((
+                "invalid_scope",
+                format!("the client is not registered for the scope {s:?}"),
+            ));
+        }
+        let prompt = prompt(r.prompt.as_deref()).map_err(|e| ("invalid_request", e))?;
+        if r.max_age.is_some_and(|m| m < 0) {
+            return Err(("invalid_request", "max_age must not be negative".into()));
+        }
+        if r.state.as_ref().is_some_and(|s| s.len() > STATE_MAX) {
+            return Err((
+                "invalid_request",
+                format!("state is longer than {STATE_MAX} bytes"),
+            ));
+        }
+        if r.nonce.as_ref().is_some_and(|n| n.len() > NONCE_MAX) {
+            return Err((
+                "invalid_request",
+                format!("nonce is longer than {NONCE_MAX} bytes"),
+            ));
+        }
+        if let Some(resource) = &r.resource {
+            if resource != self.core.tokens.audience() {
+                return Err((
+                    "invalid_target",
+                    format!(
+                        "resource must be {:?}, the one audience of this service's tokens",
+                        self.core.tokens.audience()
+                    ),
+                ));
+            }
+        }
+        Ok((scopes, prompt))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pkce_s256() {
+        // RFC 7636 Appendix B.
+        let verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+        let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+        assert!(pkce_matches(verifier, challenge));
+        assert!(!pkce_matches(challenge, challenge));
+        assert!(!pkce_matches("short", challenge));
+    }
+
+    #[test]
+    fn prompts() {
+        assert!(prompt(Some("login consent")).is_ok());
+        assert!(prompt(Some("none login")).is_err());
+        assert!(prompt(Some("bogus")).is_err());
+        assert!(prompt(None).unwrap().none == false);
+    }
+}

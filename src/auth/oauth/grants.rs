@@ -1,0 +1,355 @@
+//! The token endpoint's grants (docs/api.md §11, RFC 6749 §4.1.3, §6, §4.4): a code exchanged for
+//! a session of the client's own, its refresh by §2's rotation, and a client's token for itself.
+
+use uuid::Uuid;
+
+use super::authorize::pkce_matches;
+use super::standin::{Client, GrantType};
+use super::{OAuthFailure, Provider, scopes};
+use crate::crypto::sha256;
+use crate::error::Error;
+use crate::model::oauth::Redemption;
+use crate::model::{ClientGrant, ClientInfo, EndReason, RefreshRecord, Session, User};
+use crate::store::sessions::NewSession;
+
+type Outcome<T> = std::result::Result<T, OAuthFailure>;
+
+/// A token request's parameters (the client is authenticated already).
+#[derive(Debug, Clone, Default)]
+pub struct TokenRequest {
+    pub grant_type: Option<String>,
+    pub code: Option<String>,
+    pub redirect_uri: Option<String>,
+    pub code_verifier: Option<String>,
+    pub refresh_token: Option<String>,
+    pub scope: Option<String>,
+    pub resource: Option<String>,
+}
+
+/// RFC 6749 §5.1.
+#[derive(Debug, Clone)]
+pub struct TokenAnswer {
+    pub access_token: String,
+    pub expires_in: i64,
+    pub scope: String,
+    pub id_token: Option<String>,
+    pub refresh_token: Option<String>,
+}
+
+fn invalid_grant(description: &str) -> OAuthFailure {
+    OAuthFailure::refused("invalid_grant", description)
+}
+
+fn required<'a>(value: &'a Option<String>, name: &str) -> Outcome<&'a str> {
+    value
+        .as_deref()
+        .ok_or_else(|| OAuthFailure::refused("invalid_request", format!("{name} is required")))
+}
+
+impl Provider {
+    /// The grant `request` asks for, by `client` (authenticated by its secret, or a public client
+    /// named by its id).
+    pub async fn token(
+        &self,
+        client: &Client,
+        request: &TokenRequest,
+        from: &ClientInfo,
+    ) -> Outcome<TokenAnswer> {
+        let grant = required(&request.grant_type, "grant_type")?;
+        let grant = match grant {
+            "authorization_code" => GrantType::AuthorizationCode,
+            "refresh_token" => GrantType::RefreshToken,
+            "client_credentials" => GrantType::ClientCredentials,
+            other => {
+                return Err(OAuthFailure::refused(
+                    "unsupported_grant_type",
+                    format!("grant_type {other:?} is not supported"),
+                ));
+            }
+        };
+        if !client.has_grant(grant) || (grant == GrantType::ClientCredentials && client.is_public())
+        {
+            return Err(OAuthFailure::refused(
+                "unauthorized_client",
+                "the client may not use this grant",
+            ));
+        }
+        if let Some(resource) = &request.resource {
+            if resource != self.core.tokens.audience() {
+                return Err(OAuthFailure::refused(
+                    "invalid_target",
+                    "resource is not an audience of this service's tokens",
+                ));
+            }
+        }
+        match grant {
+            GrantType::AuthorizationCode => self.exchange_code(client, request, from).await,
+            GrantType::RefreshToken => self.refresh(client, request, from).await,
+            GrantType::ClientCredentials => self.client_credentials(client, request),
+        }
+    }
+
+    async fn exchange_code(
+        &self,
+        client: &Client,
+        request: &TokenRequest,
+        from: &ClientInfo,
+    ) -> Outcome<TokenAnswer> {
+        let code = required(&request.code, "code")?;
+        let verifier = required(&request.code_verifier, "code_verifier")?;
+        let redirect_uri = required(&request.redirect_uri, "redirect_uri")?;
+        let now = self.core.clock.now_ms();
+        let session_id = Uuid::now_v7();
+        let code = match self
+            .core
+            .store
+            .redeem_code(&sha256(code.as_bytes()), now, session_id)
+            .await?
+        {
+            Redemption::First(code) => code,
+            Redemption::Unknown => return Err(invalid_grant("the code is unknown or expired")),
+            Redemption::Replayed {
+                session_id,
+                user_id,
+            } => {
+                // RFC 6749 §4.1.2: a code used twice may be in the wrong hands; what its first use
+                // gave is taken back.
+                if let Some(session) = session_id {
+                    self.core
+                        .end_session(user_id, session, EndReason::CodeReplayed)
+                        .await?;
+                }
+                tracing::warn!(client = %client.id, "authorization code used twice: its session ended");
+                return Err(invalid_grant("the code was used already"));
+            }
+        };
+        if code.client_id != client.id {
+            return Err(invalid_grant("the code was issued to another client"));
+        }
+        if code.redirect_uri != redirect_uri {
+            return Err(invalid_grant(
+                "redirect_uri is not the one the code was issued for",
+            ));
+        }
+        if !pkce_matches(verifier, &code.code_challenge) {
+            return Err(invalid_grant(
+                "code_verifier does not match the code_challenge",
+            ));
+        }
+        // The person's session that authorized must still be live: signing out in between takes
+        // the code back too.
+        let parent_live = !self.core.live.is_revoked(code.parent_id)
+            && self
+                .core
+                .store
+                .session(code.parent_id)
+                .await?
+                .is_some_and(|s| s.revoked_at.is_none());
+        let user = self
+            .core
+            .store
+            .user_by_id(code.user_id)
+            .await?
+            .filter(|u| !u.disabled);
+        let (true, Some(user)) = (parent_live, user) else {
+            return Err(invalid_grant(
+                "the sign-in that authorized the code has ended",
+            ));
+        };
+        let offline = code.scope.iter().any(|s| s == scopes::OFFLINE_ACCESS);
+        let lifetime = if offline {
+            self.core.settings.refresh_ttl.as_millis() as i64
+        } else {
+            // Without a refresh token the session lives as long as its one access token.
+            self.core.tokens.access_ttl_seconds() * 1000
+        };
+        let refresh = RefreshRecord {
+            jti: Uuid::new_v4(),
+            session_id,
+            issued_at: now,
+            expires_at: now + lifetime,
+            consumed_at: None,
+        };
+        let grant = ClientGrant {
+            client_id: client.id,
+            scope: code.scope.clone(),
+            parent_id: Some(code.parent_id),
+            auth_time: code.auth_time,
+            audience: code.audience.clone(),
+        };
+        let ip = from.ip.map(|ip| ip.to_string());
+        let opened = self
+            .core
+            .store
+            .insert_session(&NewSession {
+                id: session_id,
+                user_id: user.id,
+                amr: &code.amr,
+                ip: ip.as_deref(),
+                user_agent: from.user_agent.as_deref(),
+                refresh: &refresh,
+                auth_epoch: user.auth_epoch,
+                grant: Some(&grant),
+            })
+            .await?;
+        if !opened {
+            return Err(invalid_grant(
+                "the account was disabled or its password changed",
+            ));
+        }
+        let session = Session {
+            id: session_id,
+            user_id: user.id,
+            amr: code.amr.clone(),
+            ip,
+            user_agent: from.user_agent.clone(),
+            created_at: now,
+            last_used_at: now,
+            revoked_at: None,
+            org_id: None,
+            grant: Some(grant.clone()),
+        };
+        self.answer(
+            client,
+            &user,
+            &session,
+            &grant,
+            &code.scope,
+            code.nonce.as_deref(),
+            offline.then_some(&refresh),
+        )
+        .await
+    }
+
+    async fn refresh(
+        &self,
+        client: &Client,
+        request: &TokenRequest,
+        from: &ClientInfo,
+    ) -> Outcome<TokenAnswer> {
+        let token = required(&request.refresh_token, "refresh_token")?;
+        let renewed = match self.sessions.renew(token, from, Some(client.id)).await {
+            Ok(renewed) => renewed,
+            Err(
+                error @ (Error::Internal(_) | Error::Unavailable(_) | Error::Overloaded { .. }),
+            ) => {
+                return Err(error.into());
+            }
+            Err(_) => {
+                return Err(invalid_grant(
+                    "the refresh token is invalid, expired, revoked or not this client's",
+                ));
+            }
+        };
+        let Some(grant) = renewed.session.grant.clone() else {
+            return Err(invalid_grant("the refresh token is not a client's"));
+        };
+        // RFC 6749 §6: narrower, never wider than the authorization's.
+        let scope = match request.scope.as_deref() {
+            None => grant.scope.clone(),
+            Some(asked) => {
+                let asked = scopes::parse(asked)
+                    .map_err(|e| OAuthFailure::refused("invalid_scope", e.to_string()))?;
+                if asked.is_empty() || !scopes::all_within(&asked, &grant.scope) {
+                    return Err(OAuthFailure::refused(
+                        "invalid_scope",
+                        "the scope may be narrowed, never widened beyond the authorization's",
+                    ));
+                }
+                asked
+            }
+        };
+        self.answer(
+            client,
+            &renewed.user,
+            &renewed.session,
+            &grant,
+            &scope,
+            None,
+            Some(&renewed.refresh),
+        )
+        .await
+    }
+
+    fn client_credentials(&self, client: &Client, request: &TokenRequest) -> Outcome<TokenAnswer> {
+        // Scopes about a person mean nothing for a client's token for itself.
+        let personal = [
+            scopes::OPENID,
+            scopes::OFFLINE_ACCESS,
+            scopes::PROFILE,
+            scopes::EMAIL,
+            scopes::ROLES,
+        ];
+        let scope = match request.scope.as_deref() {
+            None => client
+                .scopes
+                .iter()
+                .filter(|s| !personal.contains(&s.as_str()))
+                .cloned()
+                .collect(),
+            Some(asked) => {
+                let asked = scopes::parse(asked)
+                    .map_err(|e| OAuthFailure::refused("invalid_scope", e.to_string()))?;
+                if let Some(s) = asked
+                    .iter()
+                    .find(|s| personal.contains(&s.as_str()) || !client.allows_scope(s))
+                {
+                    return Err(OAuthFailure::refused(
+                        "invalid_scope",
+                        format!("the scope {s:?} cannot be granted to this client by itself"),
+                    ));
+                }
+                asked
+            }
+        };
+        Ok(TokenAnswer {
+            access_token: self.client_only_token(client, &scope)?,
+            expires_in: self.core.tokens.access_ttl_seconds(),
+            scope: scopes::join(&scope),
+            id_token: None,
+            refresh_token: None,
+        })
+    }
+
+    /// The tokens of a client's session: the access token, the ID token with `openid`, the
+    /// refresh token of `refresh` when the grant has `offline_access`.
+    #[allow(clippy::too_many_arguments)]
+    async fn answer(
+        &self,
+        client: &Client,
+        user: &User,
+        session: &Session,
+        grant: &ClientGrant,
+        scope: &[String],
+        nonce: Option<&str>,
+        refresh: Option<&RefreshRecord>,
+    ) -> Outcome<TokenAnswer> {
+        let access_token = self.client_access_token(user, session, grant, scope)?;
+        let id_token = if scope.iter().any(|s| s == scopes::OPENID) {
+            Some(
+                self.id_token(client, user, session, grant, scope, nonce, &access_token)
+                    .await?,
+            )
+        } else {
+            None
+        };
+        let refresh_token = match refresh {
+            Some(r) if grant.has_scope(scopes::OFFLINE_ACCESS) => Some(self.core.tokens.refresh(
+                user.id,
+                session.id,
+                r.jti,
+                r.issued_at,
+                r.expires_at,
+                Some(client.id),
+            )?),
+            _ => None,
+        };
+        Ok(TokenAnswer {
+            access_token,
+            expires_in: self.core.tokens.access_ttl_seconds(),
+            scope: scopes::join(scope),
+            id_token,
+            refresh_token,
+        })
+    }
+}
