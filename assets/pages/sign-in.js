@@ -4,9 +4,10 @@ import { $, focus, gatehouse, onClick, onSubmit, returnTo, showError, showStatus
 const passwordStep = $("password-step");
 const codeStep = $("code-step");
 
-// Sent here by forward-auth because the page asked for a second factor the session lacks: sign
-// in again (with it) rather than going straight back.
-const secondFactorAsked = $("second-factor-notice") !== null;
+// Sent here by forward-auth because the page asked for a second factor the session lacks, or by
+// an authorization that asks for a new sign-in (prompt=login, max_age): sign in again rather
+// than going straight back.
+const secondFactorAsked = $("second-factor-notice") !== null || $("again-notice") !== null;
 
 /** The session cookie for the site's guarded web applications (docs/api.md §6b). */
 function setCookie() {

@@ -240,7 +240,7 @@ const MAX_COOKIES: usize = 8;
 /// The holder of the first session cookie that belongs to a live session (a sibling host under
 /// the cookie domain may have set another of the same name); `Ok(None)` without one; `Err` with
 /// the answer when Gatehouse cannot tell (database unreachable).
-async fn cookie_identity(
+pub(crate) async fn cookie_identity(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<Option<Identity>, Response> {

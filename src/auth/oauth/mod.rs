@@ -14,8 +14,8 @@ use super::{Clients, Core, Sessions};
 use crate::error::Error;
 
 pub use authorize::{Authorization, AuthorizeRequest, Person};
-pub use claims::{UserInfo, UserInfoError};
-pub use grants::{TokenAnswer, TokenRequest};
+pub use claims::UserInfoError;
+pub use grants::TokenRequest;
 
 /// An OAuth error answer (RFC 6749 §4.1.2.1 and §5.2): its code and a sentence for developers.
 #[derive(Debug)]

@@ -51,8 +51,23 @@ impl Client {
 }
 
 pub async fn find(
-    _clients: &crate::auth::Clients,
-    _id: &str,
+    clients: &crate::auth::Clients,
+    id: &str,
 ) -> crate::error::Result<Option<Client>> {
-    Ok(None)
+    clients.find(id).await
+}
+
+impl crate::auth::Clients {
+    pub async fn find(&self, _id: &str) -> crate::error::Result<Option<Client>> {
+        Ok(None)
+    }
+
+    pub async fn authenticate(
+        &self,
+        _id: &str,
+        _secret: &str,
+        _ip: Option<std::net::IpAddr>,
+    ) -> crate::error::Result<Option<Client>> {
+        Ok(None)
+    }
 }

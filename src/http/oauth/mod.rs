@@ -12,13 +12,19 @@ use utoipa_axum::router::OpenApiRouter;
 
 use super::AppState;
 
+mod authorize;
 mod discovery;
 mod introspect;
+mod token;
+mod userinfo;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(introspect::router())
         .merge(discovery::router())
+        .merge(authorize::router())
+        .merge(token::router())
+        .merge(userinfo::router())
 }
 
 /// RFC 6749 §5.2's error answer.

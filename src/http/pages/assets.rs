@@ -64,6 +64,11 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../../assets/pages/register.js"),
     ),
     (
+        "authorize.js",
+        JS,
+        include_str!("../../../assets/pages/authorize.js"),
+    ),
+    (
         "account.js",
         JS,
         include_str!("../../../assets/pages/account.js"),

@@ -21,6 +21,7 @@ use crate::error::Error;
 
 mod account;
 mod assets;
+mod authorize;
 
 /// Where a signed-in user lands when no allowed `return_to` was given.
 const ACCOUNT: &str = "/account";
@@ -32,6 +33,19 @@ const ACCOUNT_PAGE: &str = "account";
 /// pages to trick a click (X-Frame-Options for browsers that predate `frame-ancestors`).
 const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; \
                    connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+
+/// What a page may be told besides its name.
+#[derive(Default)]
+struct PageOptions {
+    /// The sign-in page: an application asks for a second factor (docs/api.md §6b).
+    second_factor: bool,
+    /// Instead of the page's own title.
+    title: Option<String>,
+    /// The client an authorization is for (docs/api.md §11).
+    client_name: Option<String>,
+    /// The sign-in page: sign in again even with a session (`prompt=login`, `max_age`).
+    again: bool,
+}
 
 /// What the pages need of the settings.
 pub struct Pages {
@@ -84,6 +98,16 @@ const PAGES: &[(&str, &str, &str)] = &[
         "Your account",
         include_str!("../../../assets/pages/account.html"),
     ),
+    (
+        "authorize",
+        "Authorize",
+        include_str!("../../../assets/pages/authorize.html"),
+    ),
+    (
+        "authorize-error",
+        "This sign-in link is not valid",
+        include_str!("../../../assets/pages/authorize-error.html"),
+    ),
 ];
 
 const LAYOUT: &str = include_str!("../../../assets/pages/layout.html");
@@ -127,10 +151,28 @@ impl Pages {
         return_to: &str,
         second_factor: bool,
     ) -> Result<String, Error> {
-        let title = PAGES
-            .iter()
-            .find(|(n, _, _)| *n == name)
-            .map_or("", |(_, title, _)| *title);
+        let options = PageOptions {
+            second_factor,
+            ..PageOptions::default()
+        };
+        self.render_page(name, script, return_to, &options)
+    }
+
+    /// `render`, with what a page may be told besides (`PageOptions`).
+    fn render_page(
+        &self,
+        name: &str,
+        script: Option<&str>,
+        return_to: &str,
+        options: &PageOptions,
+    ) -> Result<String, Error> {
+        let second_factor = options.second_factor;
+        let title = options.title.as_deref().unwrap_or_else(|| {
+            PAGES
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map_or("", |(_, title, _)| *title)
+        });
         let account = name == ACCOUNT_PAGE;
         let mut scripts: Vec<String> = script
             .map(|s| format!("/assets/pages/{s}.js"))
@@ -150,6 +192,8 @@ impl Pages {
             return_to => return_to,
             title => title,
             second_factor => second_factor,
+            client_name => options.client_name.as_deref().unwrap_or_default(),
+            again => options.again,
         };
         let failed = |e: minijinja::Error| Error::internal(anyhow::anyhow!("page {name}: {e}"));
         // The account page's sections, each rendered with the page's context.
@@ -206,6 +250,7 @@ pub fn router() -> Router<AppState> {
         .route("/accept-invitation", page("accept-invitation"))
         .route("/register", get(register))
         .route("/account", page("account"))
+        .route("/oauth2/authorize", get(authorize::page))
         .merge(assets::router())
         .layer(axum::middleware::from_fn(page_headers))
 }
@@ -221,6 +266,10 @@ struct SignInQuery {
     return_to: Option<String>,
     /// `required`: forward-auth sent the browser because a rule asks for a second factor.
     second_factor: Option<String>,
+    /// The client an authorization is for (docs/api.md §11): named in the heading.
+    client_id: Option<String>,
+    /// `1`: sign in again even with a session (`prompt=login`, an exceeded `max_age`).
+    again: Option<String>,
 }
 
 /// `?return_to=` is followed only to the public URL's host, a host under
@@ -236,13 +285,31 @@ async fn sign_in(
     let second_factor = query
         .as_ref()
         .is_some_and(|q| q.second_factor.as_deref() == Some("required"));
+    let again = query
+        .as_ref()
+        .is_some_and(|q| q.again.as_deref() == Some("1"));
+    // Only a registered client is named: the heading is no place for a link's own text.
+    let client_name = match query.as_ref().and_then(|q| q.client_id.as_deref()) {
+        Some(id) if state.provider_issuer().is_some() => {
+            state.auth.clients.find(id).await?.map(|c| c.name)
+        }
+        _ => None,
+    };
     let return_to = query
         .and_then(|q| q.return_to)
         .and_then(|r| state.pages.return_urls.allow(&r))
         .unwrap_or_else(|| ACCOUNT.to_owned());
+    let options = PageOptions {
+        second_factor,
+        title: client_name
+            .as_ref()
+            .map(|name| format!("Sign in to continue to {name}")),
+        client_name,
+        again,
+    };
     let body = state
         .pages
-        .render_with("sign-in", Some("sign-in"), &return_to, second_factor)?;
+        .render_page("sign-in", Some("sign-in"), &return_to, &options)?;
     Ok(Html(body).into_response())
 }
 

@@ -1,0 +1,115 @@
+// The authorization page (docs/api.md §11): the server checked the request already. Signed in
+// here, the person's token asks POST /api/v1/oauth2/authorize where to go; it may answer that the
+// person must allow the client some scopes (the consent screen), or sign in (again) first.
+import { $, focus, gatehouse, onClick, showError } from "/assets/pages/ui.js";
+
+const query = new URLSearchParams(location.search);
+
+/** The scopes, in words. */
+const WORDS = {
+  openid: "Know who you are on this service",
+  profile: "See your name",
+  email: "See your e-mail address",
+  offline_access: "Stay connected while you are away",
+  roles: "See your roles",
+  "contacts:read": "Read your contacts",
+  "contacts:write": "Add, change and delete your contacts",
+};
+
+/**
+ * To /sign-in, which comes back here. `again`: the session is too old (max_age) or the client
+ * asked for a new sign-in (prompt=login): the new sign-in satisfies both, so the way back asks for
+ * neither again.
+ */
+function signIn(again) {
+  const back = new URL(location.href);
+  if (again) {
+    const prompt = (back.searchParams.get("prompt") ?? "").split(" ").filter((p) => p && p !== "login");
+    if (prompt.length) back.searchParams.set("prompt", prompt.join(" "));
+    else back.searchParams.delete("prompt");
+    back.searchParams.delete("max_age");
+  }
+  const to = new URL("/sign-in", location.origin);
+  to.searchParams.set("return_to", back.href);
+  to.searchParams.set("client_id", query.get("client_id") ?? "");
+  if (again) to.searchParams.set("again", "1");
+  location.replace(to.href);
+}
+
+function ask(consent) {
+  const text = (name) => query.get(name) || undefined;
+  const maxAge = query.get("max_age");
+  return gatehouse.request("POST", "/oauth2/authorize", {
+    clientId: query.get("client_id") ?? "",
+    redirectUri: query.get("redirect_uri") ?? "",
+    scope: query.get("scope") ?? "",
+    state: text("state"),
+    codeChallenge: text("code_challenge"),
+    codeChallengeMethod: text("code_challenge_method"),
+    nonce: text("nonce"),
+    prompt: text("prompt"),
+    maxAge: maxAge === null ? undefined : Number(maxAge),
+    resource: text("resource"),
+    consent,
+  });
+}
+
+/** Follows an answer; true when the page stays (the consent screen). */
+async function follow(answer) {
+  if (answer.redirectTo) {
+    location.replace(answer.redirectTo);
+    return false;
+  }
+  if (answer.loginRequired) {
+    signIn(true);
+    return false;
+  }
+  if (answer.consentRequired) {
+    await showConsent(answer);
+    return true;
+  }
+  return false;
+}
+
+async function showConsent(answer) {
+  $("client-name").textContent = answer.client.name;
+  const list = $("scopes");
+  list.replaceChildren(
+    ...answer.scopes.map((scope) => {
+      const item = document.createElement("li");
+      item.textContent = WORDS[scope] ?? scope;
+      item.dataset.scope = scope;
+      return item;
+    }),
+  );
+  const me = await gatehouse.request("GET", "/auth/me").catch(() => null);
+  $("who").textContent = me ? me.email : "you";
+  $("working").hidden = true;
+  $("consent").hidden = false;
+  focus($("consent-title"));
+}
+
+async function decide(consent) {
+  await follow(await ask(consent));
+}
+
+async function start() {
+  if (!gatehouse.signedIn) return signIn((query.get("prompt") ?? "").split(" ").includes("login"));
+  let answer;
+  try {
+    answer = await ask(undefined);
+  } catch (error) {
+    // The session here ended (signed out elsewhere, revoked): sign in again.
+    if (error.status === 401) return signIn(false);
+    throw error;
+  }
+  if (await follow(answer)) {
+    onClick($("allow"), () => decide(true));
+    onClick($("deny"), () => decide(false));
+  }
+}
+
+start().catch((error) => {
+  $("working").hidden = true;
+  showError(error);
+});

@@ -1,0 +1,142 @@
+//! `POST /api/v1/oauth2/authorize` (docs/api.md §11): the authorization page's own call, open to
+//! applications that keep their own pages. The person's first-party access token authorizes; the
+//! answer says where the browser goes next, or what the person must do first.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::auth::oauth::{Authorization, AuthorizeRequest, Person};
+use crate::error::{Error, Result};
+use crate::http::docs::{bearer_errors, body_errors, error_responses, server_errors};
+use crate::http::extract::{AppJson, AuthUser};
+use crate::http::{Answer, AppState, Envelope, ok};
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(authorize))
+}
+
+/// The parameters of `GET /oauth2/authorize`, in JSON.
+#[derive(Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct AuthorizeBody {
+    #[schema(format = Uuid)]
+    client_id: String,
+    redirect_uri: String,
+    /// Space-separated.
+    #[schema(example = "openid profile email")]
+    scope: String,
+    #[serde(default)]
+    state: Option<String>,
+    /// BASE64URL(SHA-256(code_verifier)), 43 characters.
+    #[serde(default)]
+    code_challenge: Option<String>,
+    /// `S256` (`plain` is refused).
+    #[serde(default)]
+    code_challenge_method: Option<String>,
+    #[serde(default)]
+    nonce: Option<String>,
+    /// `none`, `login`, `consent` (space-separated).
+    #[serde(default)]
+    prompt: Option<String>,
+    /// Seconds: an older sign-in answers `loginRequired`.
+    #[serde(default)]
+    max_age: Option<i64>,
+    /// RFC 8707: `GATEHOUSE_AUDIENCE` is the one resource.
+    #[serde(default)]
+    resource: Option<String>,
+    /// The person's answer on the consent screen: `true` allows the scopes asked, `false`
+    /// refuses (the client gets `access_denied`); absent: not asked yet.
+    #[serde(default)]
+    consent: Option<bool>,
+}
+
+/// The client as the consent screen names it.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ClientView {
+    #[schema(format = Uuid)]
+    client_id: String,
+    name: String,
+    first_party: bool,
+}
+
+/// One of three answers.
+#[derive(Serialize, ToSchema)]
+#[serde(untagged)]
+enum AuthorizeAnswer {
+    /// Where the browser goes now: the redirect URI with `code`, `state` and `iss`, or with
+    /// `error`, `error_description`, `state` and `iss`.
+    #[serde(rename_all = "camelCase")]
+    Redirect { redirect_to: String },
+    /// The person must allow these scopes (those not consented to yet); ask, then call again with
+    /// `consent: true` (or `false`).
+    #[serde(rename_all = "camelCase")]
+    Consent {
+        consent_required: bool,
+        client: ClientView,
+        scopes: Vec<String>,
+    },
+    /// The person must sign in again (`prompt=login`, or a sign-in older than `maxAge`); call
+    /// again with the new session's token and without `prompt=login`.
+    #[serde(rename_all = "camelCase")]
+    Login { login_required: bool },
+}
+
+error_responses!(AuthorizeErrors: body_errors(), bearer_errors(), [Error::Forbidden], server_errors());
+
+/// Authorize a client for the caller (the authorization page's call).
+///
+/// Bearer: the person's own access token (a token issued to a client is refused: 403
+/// `FORBIDDEN`). An unknown client or a redirect URI not registered for it is 400
+/// `VALIDATION_ERROR` (the page shows an error and never redirects); every other problem of the
+/// request (PKCE missing or `plain`, a scope the client may not have, `prompt=none` without
+/// consent, a refused consent) comes back as `redirectTo` carrying `error`. A third-party client
+/// needs the person's consent to the scopes (remembered per person, client and scopes; a new scope
+/// asks again); a first-party client does not.
+#[utoipa::path(post, path = "/api/v1/oauth2/authorize", tag = "oauth", security(("bearer" = [])),
+    request_body = AuthorizeBody,
+    responses((status = 200, description = "Where to go, or what to ask", body = Envelope<AuthorizeAnswer>),
+        AuthorizeErrors))]
+async fn authorize(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    AuthUser(who): AuthUser,
+    AppJson(body): AppJson<AuthorizeBody>,
+) -> Result<Answer<AuthorizeAnswer>> {
+    state.require_provider()?;
+    let request = AuthorizeRequest {
+        client_id: body.client_id,
+        redirect_uri: body.redirect_uri,
+        response_type: None,
+        scope: Some(body.scope),
+        state: body.state,
+        code_challenge: body.code_challenge,
+        code_challenge_method: body.code_challenge_method,
+        nonce: body.nonce,
+        prompt: body.prompt,
+        max_age: body.max_age,
+        resource: body.resource,
+        consent: body.consent,
+    };
+    let person = Person {
+        user_id: who.user_id,
+        session_id: who.session_id,
+    };
+    let answer = match state.auth.oauth.authorize(&request, Some(person)).await? {
+        Authorization::Redirect(redirect_to) => AuthorizeAnswer::Redirect { redirect_to },
+        Authorization::ConsentRequired { client, scopes } => AuthorizeAnswer::Consent {
+            consent_required: true,
+            client: ClientView {
+                client_id: client.id.to_string(),
+                name: client.name,
+                first_party: client.first_party,
+            },
+            scopes,
+        },
+        Authorization::LoginRequired => AuthorizeAnswer::Login {
+            login_required: true,
+        },
+    };
+    Ok(ok(answer))
+}

@@ -1,0 +1,209 @@
+//! `POST /oauth2/token` (docs/api.md §11, RFC 6749 §3.2): the code exchange, the refresh of a
+//! client's session, and a client's token for itself. OAuth's own JSON, never the envelope, and
+//! never cached.
+
+use std::net::SocketAddr;
+
+use axum::body::Bytes;
+use axum::extract::{ConnectInfo, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde::Serialize;
+use utoipa::ToSchema;
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use super::standin::{ClientCredentials, client_credentials, form_parameters, single};
+use crate::auth::oauth::{OAuthFailure, TokenRequest};
+use crate::error::Error;
+use crate::http::AppState;
+use crate::http::extract::{Client as Caller, client_ip};
+
+pub(super) fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().routes(routes!(token))
+}
+
+/// RFC 6749 §5.1.
+#[derive(Serialize, ToSchema)]
+struct TokenAnswer {
+    access_token: String,
+    #[schema(example = "Bearer")]
+    token_type: &'static str,
+    /// Seconds the access token lives.
+    expires_in: i64,
+    /// The granted scopes, space-separated.
+    #[schema(example = "openid profile email offline_access")]
+    scope: String,
+    /// With the `openid` scope (not for `client_credentials`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id_token: Option<String>,
+    /// With the `offline_access` scope (not for `client_credentials`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    refresh_token: Option<String>,
+}
+
+/// RFC 6749 §5.2.
+#[derive(Serialize, ToSchema)]
+pub(crate) struct TokenError {
+    #[schema(example = "invalid_grant")]
+    error: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error_description: Option<String>,
+}
+
+/// An OAuth answer that no cache may keep (RFC 6749 §5.1).
+fn no_store(status: StatusCode, body: impl Serialize, challenge: Option<&'static str>) -> Response {
+    let mut response = (status, axum::Json(body)).into_response();
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
+    if let Some(challenge) = challenge {
+        headers.insert(
+            header::WWW_AUTHENTICATE,
+            HeaderValue::from_static(challenge),
+        );
+    }
+    response
+}
+
+pub(crate) fn refusal(error: &'static str, description: impl Into<String>) -> Response {
+    let status = match error {
+        "invalid_client" => StatusCode::UNAUTHORIZED,
+        _ => StatusCode::BAD_REQUEST,
+    };
+    let challenge = (error == "invalid_client").then_some(r#"Basic realm="gatehouse""#);
+    no_store(
+        status,
+        TokenError {
+            error,
+            error_description: Some(description.into()),
+        },
+        challenge,
+    )
+}
+
+/// A failure that is not the client's: the status it has everywhere, in OAuth's form.
+pub(crate) fn failed(error: Error) -> Response {
+    let status = match &error {
+        Error::RateLimited { retry_after } | Error::Overloaded { retry_after } => {
+            let mut response = no_store(
+                StatusCode::TOO_MANY_REQUESTS,
+                TokenError {
+                    error: "rate_limited",
+                    error_description: Some("too many attempts: try again later".into()),
+                },
+                None,
+            );
+            if let Ok(value) = HeaderValue::from_str(&retry_after.to_string()) {
+                response.headers_mut().insert(header::RETRY_AFTER, value);
+            }
+            return response;
+        }
+        Error::NotFound => return error.into_response(),
+        _ => error.into_response().status(),
+    };
+    let code = if status == StatusCode::SERVICE_UNAVAILABLE {
+        "temporarily_unavailable"
+    } else {
+        "server_error"
+    };
+    no_store(
+        status,
+        TokenError {
+            error: code,
+            error_description: None,
+        },
+        None,
+    )
+}
+
+/// Exchange a grant for tokens (RFC 6749 §3.2; OpenID Connect Core §3.1.3).
+///
+/// Form-encoded. The client authenticates with `client_secret_basic` (HTTP Basic, id and secret
+/// each form-urlencoded), `client_secret_post` (`client_id` and `client_secret` in the form), or,
+/// for a public client, `client_id` alone. Grants: `authorization_code` (`code`, `redirect_uri`,
+/// `code_verifier`), `refresh_token` (`refresh_token`, optional narrower `scope`),
+/// `client_credentials` (optional `scope`). Every answer carries `Cache-Control: no-store`.
+#[utoipa::path(post, path = "/oauth2/token", tag = "oauth",
+    request_body(content = String, content_type = "application/x-www-form-urlencoded",
+        description = "grant_type=authorization_code&code=…&redirect_uri=…&code_verifier=…"),
+    responses(
+        (status = 200, description = "The tokens", body = TokenAnswer),
+        (status = 400, description = "invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type, invalid_scope", body = TokenError),
+        (status = 401, description = "invalid_client, with WWW-Authenticate: Basic", body = TokenError),
+        (status = 404, description = "The OpenID provider is off"),
+        (status = 429, description = "Too many wrong client credentials from this address", body = TokenError)))]
+async fn token(
+    State(state): State<AppState>,
+    ConnectInfo(peer): ConnectInfo<SocketAddr>,
+    Caller(from): Caller,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Err(error) = state.require_provider() {
+        return error.into_response();
+    }
+    let Some(form) = form_parameters(&headers, &body) else {
+        return refusal(
+            "invalid_request",
+            "the body must be application/x-www-form-urlencoded",
+        );
+    };
+    let ip = client_ip(peer.ip(), &headers, &state.trusted_proxies);
+    let clients = &state.auth.clients;
+    let client = match client_credentials(&headers, Some(&form)) {
+        ClientCredentials::Secret { id, secret } => {
+            match clients.authenticate(&id, &secret, Some(ip)).await {
+                Ok(Some(client)) => client,
+                Ok(None) => return refusal("invalid_client", "the client credentials are wrong"),
+                Err(error) => return failed(error),
+            }
+        }
+        // A public client names itself; a confidential one must prove it is itself.
+        ClientCredentials::None { id: Some(id) } => match clients.find(&id).await {
+            Ok(Some(client)) if client.is_public() => client,
+            Ok(_) => return refusal("invalid_client", "the client must authenticate"),
+            Err(error) => return failed(error),
+        },
+        ClientCredentials::None { id: None } => {
+            return refusal("invalid_client", "no client credentials");
+        }
+        ClientCredentials::Ambiguous => {
+            return refusal(
+                "invalid_request",
+                "the client authenticated by more than one method, or a parameter was repeated",
+            );
+        }
+    };
+    let param = |name: &str| single(&form, name).map(|v| v.map(str::to_owned));
+    let request = (|| {
+        Ok::<_, ()>(TokenRequest {
+            grant_type: param("grant_type")?,
+            code: param("code")?,
+            redirect_uri: param("redirect_uri")?,
+            code_verifier: param("code_verifier")?,
+            refresh_token: param("refresh_token")?,
+            scope: param("scope")?,
+            resource: param("resource")?,
+        })
+    })();
+    let Ok(request) = request else {
+        return refusal("invalid_request", "a parameter was repeated");
+    };
+    match state.auth.oauth.token(&client, &request, &from).await {
+        Ok(answer) => no_store(
+            StatusCode::OK,
+            TokenAnswer {
+                access_token: answer.access_token,
+                token_type: "Bearer",
+                expires_in: answer.expires_in,
+                scope: answer.scope,
+                id_token: answer.id_token,
+                refresh_token: answer.refresh_token,
+            },
+            None,
+        ),
+        Err(OAuthFailure::Refused { error, description }) => refusal(error, description),
+        Err(OAuthFailure::Failed(error)) => failed(error),
+    }
+}
