@@ -33,6 +33,7 @@ both_backends!(
     sessions_end_from_another_browser_and_two_tabs_rotate_once,
     the_client_library_passes_its_tests,
     the_docs_page_works_under_its_csp,
+    the_authorization_page_signs_in_asks_consent_and_returns_a_code,
 );
 
 const BROWSER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
@@ -493,4 +494,31 @@ async fn the_docs_page_works_under_its_csp(backend: Backend) {
     };
     let site = site(backend, docs).await;
     scenario(&site, "docs", "nobody@example.com", &[]).await;
+}
+
+/// The OpenID provider's authorization page (docs/api.md §11), at desktop and phone width: sign in
+/// for the client, consent with its name and the scopes in words, back to the redirect URI with a
+/// code; a first-party client skips consent.
+async fn the_authorization_page_signs_in_asks_consent_and_returns_a_code(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let site = site(backend, SettingsArgs::default()).await;
+    let client =
+        |name: &str, flags: &[&str]| crate::oauth_helpers::add_client(&site.app, name, flags).id;
+    let third = client("Acme Reports", &[]);
+    let first = client("Team Dashboard", &["--first-party"]);
+    site.app.create_user("ada@example.com", PASSWORD).await;
+    site.app.create_user("bo@example.com", PASSWORD).await;
+    scenario(
+        &site,
+        "oauth",
+        "ada@example.com",
+        &[
+            ("GATEHOUSE_EMAIL_PHONE", "bo@example.com".to_owned()),
+            ("GATEHOUSE_CLIENT_THIRD", third),
+            ("GATEHOUSE_CLIENT_FIRST", first),
+        ],
+    )
+    .await;
 }

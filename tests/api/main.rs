@@ -8,6 +8,7 @@
 mod authenticator;
 mod helpers;
 mod hostile;
+mod oauth_helpers;
 mod smtp;
 mod smtp_conversation;
 mod smtp_server;
@@ -41,6 +42,9 @@ mod mail_account;
 mod mail_delivery;
 mod mail_files;
 mod mail_links;
+mod oauth_code;
+mod oauth_instances;
+mod oauth_refusals;
 mod operations;
 mod orgs;
 mod orgs_admin;
