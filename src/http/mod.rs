@@ -91,10 +91,6 @@ impl AppState {
     }
 
     /// `NotFound` while the OpenID provider is off: its endpoints are as absent as unknown routes.
-    #[allow(
-        dead_code,
-        reason = "the provider's flows (authorize, token, userinfo) call it"
-    )]
     pub(crate) fn require_provider(&self) -> Result<&str, Error> {
         self.provider_issuer().ok_or(Error::NotFound)
     }

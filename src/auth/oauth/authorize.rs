@@ -5,11 +5,11 @@ use subtle::ConstantTimeEq as _;
 use url::Url;
 use uuid::Uuid;
 
-use super::standin::{Client, GrantType};
 use super::{Provider, scopes};
 use crate::crypto::{b64url, random_token, sha256};
 use crate::error::{Error, Result};
 use crate::model::oauth::AuthorizationCode;
+use crate::model::{Client, GrantType};
 
 /// How long a code may wait for its exchange (RFC 6749 §4.1.2: at most 10 minutes; 60 s here).
 pub const CODE_TTL_MS: i64 = 60_000;
@@ -140,7 +140,7 @@ impl Provider {
         client_id: &str,
         redirect_uri: &str,
     ) -> Result<Client> {
-        let client = super::standin::find(&self.clients, client_id)
+        let client = self.clients.find(client_id)
             .await?
             .ok_or_else(|| Error::field("clientId", "is not a registered client"))?;
         if Url::parse(redirect_uri).is_err() || !client.allows_redirect(redirect_uri) {

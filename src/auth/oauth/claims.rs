@@ -4,11 +4,10 @@
 use serde::Serialize;
 use uuid::Uuid;
 
-use super::standin::Client;
 use super::{Provider, scopes};
 use crate::auth::tokens::AccessClaims;
 use crate::error::{Error, Result};
-use crate::model::{ClientGrant, Session, User};
+use crate::model::{Client, ClientGrant, Session, User};
 
 /// An ID token lives at most this long (docs/api.md §11: ≤ 1 h).
 const ID_TOKEN_TTL_S: i64 = 3600;

@@ -4,12 +4,13 @@
 use uuid::Uuid;
 
 use super::authorize::pkce_matches;
-use super::standin::{Client, GrantType};
 use super::{OAuthFailure, Provider, scopes};
 use crate::crypto::sha256;
 use crate::error::Error;
 use crate::model::oauth::Redemption;
-use crate::model::{ClientGrant, ClientInfo, EndReason, RefreshRecord, Session, User};
+use crate::model::{
+    Client, ClientGrant, ClientInfo, EndReason, GrantType, RefreshRecord, Session, User,
+};
 use crate::store::sessions::NewSession;
 
 type Outcome<T> = std::result::Result<T, OAuthFailure>;

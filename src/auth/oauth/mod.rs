@@ -6,7 +6,6 @@ mod authorize;
 mod claims;
 mod grants;
 pub mod scopes;
-mod standin;
 
 use std::sync::Arc;
 

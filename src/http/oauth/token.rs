@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::standin::{ClientCredentials, client_credentials, form_parameters, single};
+use super::{ClientCredentials, client_credentials, form_parameters, single};
 use crate::auth::oauth::{OAuthFailure, TokenRequest};
 use crate::error::Error;
 use crate::http::AppState;
