@@ -33,6 +33,8 @@ function signIn(again) {
   to.searchParams.set("return_to", back.href);
   to.searchParams.set("client_id", query.get("client_id") ?? "");
   if (again) to.searchParams.set("again", "1");
+  const hint = query.get("login_hint");
+  if (hint) to.searchParams.set("login_hint", hint);
   location.replace(to.href);
 }
 

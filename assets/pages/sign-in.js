@@ -33,6 +33,10 @@ async function done() {
   location.assign(returnTo());
 }
 
+// An authorization's login_hint (docs/api.md §11): the address, typed in already.
+const loginHint = new URLSearchParams(location.search).get("login_hint");
+if (loginHint && $("email").value === "") $("email").value = loginHint;
+
 function restart(message) {
   codeStep.hidden = true;
   passwordStep.hidden = false;

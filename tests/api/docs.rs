@@ -102,6 +102,10 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("get", "/api/v1/admin/clients/{clientId}", true),
     ("patch", "/api/v1/admin/clients/{clientId}", true),
     ("delete", "/api/v1/admin/clients/{clientId}", true),
+    ("post", "/api/v1/oauth2/authorize", true),
+    ("post", "/oauth2/token", false),
+    ("get", "/oauth2/userinfo", true),
+    ("post", "/oauth2/userinfo", true),
 ];
 
 /// Forward-auth (docs/api.md §6): any method a proxy may use, a bearer token, no envelope.
@@ -113,6 +117,8 @@ const NOT_ENVELOPED: &[&str] = &[
     "/api/v1/authz/forward-auth",
     "/api/v1/authz/auth-request",
     "/oauth2/introspect",
+    "/oauth2/token",
+    "/oauth2/userinfo",
 ];
 
 fn all_calls() -> Vec<(&'static str, &'static str, bool)> {

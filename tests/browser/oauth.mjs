@@ -13,7 +13,7 @@ const REDIRECT = "https://app.example.test/callback";
 
 const b64url = (bytes) => Buffer.from(bytes).toString("base64url");
 
-function authorizeUrl(client, scope, state) {
+function authorizeUrl(client, scope, state, loginHint) {
   const verifier = b64url(randomBytes(32));
   const challenge = b64url(createHash("sha256").update(verifier).digest());
   const url = new URL("/oauth2/authorize", BASE);
@@ -26,6 +26,7 @@ function authorizeUrl(client, scope, state) {
     code_challenge: challenge,
     code_challenge_method: "S256",
     nonce: "n-1",
+    ...(loginHint ? { login_hint: loginHint } : {}),
   })) {
     url.searchParams.set(k, v);
   }
@@ -51,11 +52,12 @@ async function scenario(browser, viewport, email) {
   );
   const page = await newPage(browser, context);
 
-  await page.goto(authorizeUrl(third, "openid profile email", "s-third"));
+  await page.goto(authorizeUrl(third, "openid profile email", "s-third", email));
   await page.waitForURL((url) => url.pathname === "/sign-in");
   await expectText(page, "Sign in to continue to Acme Reports", "#title");
   await noSideways(page, `sign-in at ${viewport.width}`);
-  await page.getByLabel("E-mail address").fill(email);
+  const hinted = await page.getByLabel("E-mail address").inputValue();
+  assert(hinted === email, `login_hint typed in the address: ${hinted}`);
   await page.getByLabel("Password", { exact: true }).fill(password);
   await page.getByRole("button", { name: "Sign in", exact: true }).click();
 

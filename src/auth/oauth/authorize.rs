@@ -140,7 +140,9 @@ impl Provider {
         client_id: &str,
         redirect_uri: &str,
     ) -> Result<Client> {
-        let client = self.clients.find(client_id)
+        let client = self
+            .clients
+            .find(client_id)
             .await?
             .ok_or_else(|| Error::field("clientId", "is not a registered client"))?;
         if Url::parse(redirect_uri).is_err() || !client.allows_redirect(redirect_uri) {
