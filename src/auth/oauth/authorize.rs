@@ -49,7 +49,10 @@ pub enum Authorization {
     /// Back to the client: its redirect URI with `code` or `error`, and `state` and `iss`.
     Redirect(String),
     /// The person must allow the client these scopes (those not consented yet).
-    ConsentRequired { client: Client, scopes: Vec<String> },
+    ConsentRequired {
+        client: Box<Client>,
+        scopes: Vec<String>,
+    },
     /// The person must sign in (again): no session, `prompt=login`, or older than `max_age`.
     LoginRequired,
 }
@@ -59,13 +62,14 @@ pub enum Authorization {
 struct Checked<'a> {
     client: Client,
     request: &'a AuthorizeRequest,
+    /// `request.redirect_uri`, parsed.
+    redirect: Url,
     issuer: &'a str,
 }
 
 impl Checked<'_> {
     fn back(&self, params: &[(&str, &str)]) -> Authorization {
-        let mut url = Url::parse(&self.request.redirect_uri)
-            .expect("a registered redirect URI is an absolute URL");
+        let mut url = self.redirect.clone();
         {
             let mut query = url.query_pairs_mut();
             for (name, value) in params {
@@ -164,9 +168,13 @@ impl Provider {
             .authorization_client(&request.client_id, &request.redirect_uri)
             .await?;
         let issuer = self.core.tokens.issuer().to_owned();
+        let Ok(redirect) = Url::parse(&request.redirect_uri) else {
+            return Err(Error::field("redirectUri", "is not a URL"));
+        };
         let checked = Checked {
             client,
             request,
+            redirect,
             issuer: &issuer,
         };
         let (scopes, prompt) = match self.check(&checked) {
@@ -235,7 +243,7 @@ impl Provider {
                         checked.error("consent_required", "the person has not allowed this yet")
                     } else {
                         Authorization::ConsentRequired {
-                            client: checked.client,
+                            client: Box::new(checked.client),
                             scopes: missing,
                         }
                     });
@@ -375,6 +383,6 @@ mod tests {
         assert!(prompt(Some("login consent")).is_ok());
         assert!(prompt(Some("none login")).is_err());
         assert!(prompt(Some("bogus")).is_err());
-        assert!(prompt(None).unwrap().none == false);
+        assert!(!prompt(None).unwrap().none);
     }
 }

@@ -147,6 +147,7 @@ impl Provider {
 
     /// The ID token of a client's session, signed with the client's algorithm, bound to its access
     /// token by `at_hash`.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn id_token(
         &self,
         client: &Client,
