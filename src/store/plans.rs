@@ -272,7 +272,8 @@ fn cases() -> Vec<Case> {
 
 /// Rows enough that a planner weighs an index against a scan as it would in production: 5 000
 /// accounts, each with a session (1 % revoked) and its refresh token (10 % consumed), contacts,
-/// challenges, throttle keys, audit events, mailed tokens and passkeys (a third of the accounts). `{id}` and `{bytes}` are each
+/// challenges, throttle keys, audit events, mailed tokens, passkeys (a third of the accounts) and
+/// authorization codes. `{id}` and `{bytes}` are each
 /// backend's random UUID and byte string.
 const SEED: &str = "
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
@@ -308,6 +309,12 @@ WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20)
 INSERT INTO org_contacts (id, owner_id, full_name, search_text, created_at, updated_at)
 SELECT {id}, o.id, 'C', 'c' || n.i, o.created_at, o.created_at
 FROM orgs o JOIN n ON o.created_at <= 2500;
+INSERT INTO api_clients (id, name, secret_hash, created_at) SELECT {id}, 'c', {bytes}, 0
+FROM users WHERE created_at = 1;
+INSERT INTO oauth_codes (code_hash, client_id, user_id, parent_id, redirect_uri, code_challenge,
+                         scope, amr, auth_time, expires_at)
+SELECT {bytes}, c.id, u.id, u.id, 'https://a.example/cb', 'x', 'openid', 'pwd', u.created_at,
+       u.created_at + 60 FROM users u CROSS JOIN api_clients c;
 ANALYZE;
 ";
 
