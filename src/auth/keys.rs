@@ -37,10 +37,6 @@ pub fn jwt_algorithm(alg: SigningAlg) -> Algorithm {
 /// OpenID Connect's `at_hash` of an access token (Core §3.1.3.6) for an ID token signed with
 /// `alg`: the left half of its SHA-256 (RS256, ES256) or SHA-512 (EdDSA), base64url. The same
 /// computation gives `c_hash` of a code.
-#[allow(
-    dead_code,
-    reason = "the ID tokens of the OpenID provider (issue 25) land next"
-)]
 pub fn at_hash(alg: SigningAlg, access_token: &str) -> String {
     signing_key::half_hash(alg, access_token)
 }

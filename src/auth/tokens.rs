@@ -188,10 +188,6 @@ impl Tokens {
 
     /// A JWT of `claims` signed with the active key of `alg`, header `alg`, `kid` and `typ`
     /// (e.g. an ID token: `typ` "JWT", the client's `id_token_alg`).
-    #[allow(
-        dead_code,
-        reason = "the ID tokens of the OpenID provider (issue 25) land next"
-    )]
     pub fn sign_with(&self, alg: SigningAlg, typ: &str, claims: &impl Serialize) -> Result<String> {
         self.keyring.sign(alg, typ, claims)
     }

@@ -100,8 +100,6 @@ pub struct Client {
     pub updated_at: i64,
 }
 
-// The flows (authorize, token, end-session), which land next, ask these.
-#[allow(dead_code)]
 impl Client {
     /// Whether `uri` is one of the client's redirect URIs: exactly (RFC 9700 §4.1.3), or a
     /// registered loopback `http://127.0.0.1` / `http://[::1]` URI on another port (RFC 8252 §7.3).
@@ -110,6 +108,7 @@ impl Client {
     }
 
     /// Whether `uri` is one of the client's post-logout redirect URIs (same rules).
+    #[allow(dead_code, reason = "end-session (flows-B) asks it")]
     pub fn allows_post_logout_redirect(&self, uri: &str) -> bool {
         super::redirect::allows(&self.post_logout_redirect_uris, uri)
     }

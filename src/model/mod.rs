@@ -8,8 +8,6 @@ pub mod mail;
 pub mod oauth;
 pub mod orgs;
 pub mod passkeys;
-// Matching is for the flows, which land next; the registry checks with it already.
-#[allow(dead_code)]
 pub mod redirect;
 pub mod sessions;
 pub mod users;

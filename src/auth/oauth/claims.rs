@@ -171,7 +171,7 @@ impl Provider {
             nonce,
             amr: &session.amr,
             sid: session.id.to_string(),
-            at_hash: tokens.at_hash(client.id_token_alg, access_token),
+            at_hash: crate::auth::keys::at_hash(client.id_token_alg, access_token),
             scoped: self.scope_claims(user, scope).await?,
         };
         tokens.sign_with(client.id_token_alg, ID_TOKEN_TYP, &claims)
