@@ -66,7 +66,8 @@ async fn enrolling_an_authenticator_needs_the_password(backend: Backend) {
     let missing = setup(json!({})).await;
     assert_eq!(
         missing.error(400, "VALIDATION_ERROR")["details"]["fields"]["password"],
-        "is required"
+        "is required, unless this session re-authenticated in the last 5 minutes \
+         (POST /api/v1/auth/reauthenticate)"
     );
     setup(json!({ "password": PASSWORD })).await.data(200);
     // Wrong passwords here draw on the account's allowance like any other password check.
