@@ -74,6 +74,9 @@ pub enum Error {
     /// a member whose roles do not allow it; an invitation accepted by another address.
     #[error("your roles do not allow this call")]
     Forbidden,
+    /// A business call with a client's token whose `scope` lacks the call's (docs/api.md §11).
+    #[error("this token's scopes do not allow this call: it needs {0}")]
+    InsufficientScope(&'static str),
     /// An administration call by an admin whose session's login had no second factor.
     #[error(
         "this call needs a session signed in with a second factor: log in with 2FA or a passkey"

@@ -11,6 +11,7 @@
 mod app;
 mod auth;
 mod authz;
+mod backchannel;
 pub mod cli;
 pub mod clock;
 pub mod config;

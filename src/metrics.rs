@@ -117,6 +117,10 @@ pub struct Metrics {
     pub mail_sent: Family<MailLabels, Counter>,
     pub mail_failed: Family<MailLabels, Counter>,
     pub mail_outbox_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+    pub backchannel_logouts_sent: Counter,
+    pub backchannel_logouts_failed: Counter,
+    pub backchannel_logouts_dropped: Counter,
+    pub backchannel_outbox_age: Gauge<f64, std::sync::atomic::AtomicU64>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -225,6 +229,30 @@ impl Metrics {
                 "Age of the oldest mail waiting in the outbox (0 when empty), read by each delivery pass",
                 Gauge::<f64, std::sync::atomic::AtomicU64>::default(),
             ),
+            backchannel_logouts_sent: add(
+                &mut registry,
+                "backchannel_logouts_sent",
+                "Logout tokens a client took (200 or 204) from this instance (docs/api.md §11)",
+                Counter::default(),
+            ),
+            backchannel_logouts_failed: add(
+                &mut registry,
+                "backchannel_logouts_failed",
+                "Back-channel logout attempts that failed and will be retried",
+                Counter::default(),
+            ),
+            backchannel_logouts_dropped: add(
+                &mut registry,
+                "backchannel_logouts_dropped",
+                "Logout tokens given up: refused URI, or still undelivered after a day",
+                Counter::default(),
+            ),
+            backchannel_outbox_age: add(
+                &mut registry,
+                "backchannel_outbox_age_seconds",
+                "Age of the oldest logout token waiting in the outbox (0 when empty), read by each delivery pass",
+                Gauge::<f64, std::sync::atomic::AtomicU64>::default(),
+            ),
             registry,
         }
     }
@@ -288,6 +316,12 @@ impl Metrics {
     /// `age_ms`: of the oldest waiting mail, none when the outbox is empty.
     pub fn mail_outbox_age(&self, age_ms: Option<i64>) {
         self.mail_outbox_age
+            .set(age_ms.unwrap_or(0).max(0) as f64 / 1000.0);
+    }
+
+    /// `age_ms`: of the oldest waiting logout token, none when the outbox is empty.
+    pub fn backchannel_outbox_age(&self, age_ms: Option<i64>) {
+        self.backchannel_outbox_age
             .set(age_ms.unwrap_or(0).max(0) as f64 / 1000.0);
     }
 

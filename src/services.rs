@@ -43,6 +43,8 @@ pub struct Services {
     pub transport: Arc<Transport>,
     mail_retry_max: Duration,
     mail_lease: Duration,
+    /// The `iss` of logout tokens.
+    issuer: String,
 }
 
 /// What opening the services may make. The server and `migrate` make a missing database and
@@ -137,6 +139,7 @@ impl Services {
             transport,
             mail_retry_max: settings.mail.retry_max,
             mail_lease: crate::mail::delivery::lease(settings.mail.smtp_timeout),
+            issuer: settings.issuer.clone(),
         })
     }
 }
@@ -326,5 +329,16 @@ impl Services {
             retry_max: self.mail_retry_max,
             lease: self.mail_lease,
         }
+    }
+
+    /// The back-channel logout worker over these services.
+    pub fn backchannel(&self) -> anyhow::Result<crate::backchannel::Backchannel> {
+        crate::backchannel::Backchannel::new(
+            self.store.clone(),
+            self.clock.clone(),
+            self.keyring.clone(),
+            self.metrics.clone(),
+            self.issuer.clone(),
+        )
     }
 }

@@ -113,6 +113,8 @@ pub struct AuthService {
     pub clients: Clients,
     /// The OpenID provider's flows (docs/api.md §11).
     pub oauth: oauth::Provider,
+    /// Revocation, end-session, consents (docs/api.md §11).
+    pub logouts: oauth::logout::Logouts,
     pub admin: Admin,
     pub housekeeping: Housekeeping,
 }
@@ -182,6 +184,7 @@ impl AuthService {
             browser: BrowserSessions::new(core.clone()),
             oauth: oauth::Provider::new(core.clone(), Clients::new(core.clone()), sessions.clone()),
             clients: Clients::new(core.clone()),
+            logouts: oauth::logout::Logouts { core: core.clone() },
             housekeeping: Housekeeping { core },
             login,
             sessions,

@@ -62,6 +62,7 @@ impl Sessions {
             session_id: claims.sid,
             multi_factor: claims.multi_factor,
             org,
+            scopes: claims.scopes,
         })
     }
 
@@ -251,13 +252,31 @@ impl Sessions {
         current: Option<Uuid>,
     ) -> Result<Vec<SessionInfo>> {
         let now = self.core.clock.now_ms();
-        let mut sessions: Vec<SessionInfo> = self
-            .core
-            .store
-            .active_sessions(user_id, now)
-            .await?
+        let active = self.core.store.active_sessions(user_id, now).await?;
+        // The clients' names (docs/api.md §11: a client's session is listed with it), each read
+        // once; a client removed meanwhile has ended its sessions and is left out with them.
+        let mut names: std::collections::HashMap<Uuid, Option<String>> = Default::default();
+        for id in active
+            .iter()
+            .filter_map(|s| s.grant.as_ref().map(|g| g.client_id))
+        {
+            if !names.contains_key(&id) {
+                let name = self.core.store.client(id).await?.map(|c| c.name);
+                names.insert(id, name);
+            }
+        }
+        let mut sessions: Vec<SessionInfo> = active
             .into_iter()
+            .filter(|s| {
+                s.grant
+                    .as_ref()
+                    .is_none_or(|g| names.get(&g.client_id).is_some_and(Option::is_some))
+            })
             .map(|s| SessionInfo {
+                client: s.grant.as_ref().and_then(|g| {
+                    let name = names.get(&g.client_id).cloned().flatten()?;
+                    Some((g.client_id, name))
+                }),
                 // This instance may have seen a use that is not written yet.
                 last_used_at: self
                     .core

@@ -16,6 +16,7 @@ use crate::auth::keys::{Keyring, jwt_algorithm};
 use crate::clock::Clock;
 use crate::crypto::{SigningAlg, sha256};
 use crate::error::{Error, Result};
+use crate::model::ApiScopes;
 use crate::model::is_multi_factor;
 use crate::model::orgs::Membership;
 
@@ -62,6 +63,23 @@ pub struct AccessClaims {
     pub scope: Option<String>,
 }
 
+/// What an `id_token_hint` names: the person, the client session and the client.
+#[derive(Debug, Clone)]
+pub struct IdTokenHint {
+    pub sub: Uuid,
+    pub sid: Option<Uuid>,
+    /// The client id (`aud`).
+    pub client: String,
+}
+
+#[derive(Deserialize)]
+struct IdHintClaims {
+    sub: Uuid,
+    #[serde(default)]
+    sid: Option<Uuid>,
+    aud: serde_json::Value,
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RefreshClaims {
     pub iss: String,
@@ -91,6 +109,8 @@ pub struct Verified {
     pub org: Option<Uuid>,
     /// A client's token for itself (`client_credentials`: `sub` is the client, not a person).
     pub client_only: bool,
+    /// Its `scope` claim's business-API scopes; `None` without the claim (not limited).
+    pub scopes: Option<ApiScopes>,
     /// The key set it was verified with: once the set changes (a key retired for good, or
     /// revoked), the token is verified again.
     generation: u64,
@@ -279,6 +299,7 @@ impl Tokens {
             multi_factor: is_multi_factor(&claims.amr),
             org: claims.org_id,
             client_only: claims.client_id.as_deref() == Some(claims.sub.to_string().as_str()),
+            scopes: claims.scope.as_deref().map(ApiScopes::parse),
             generation,
         };
         let mut cache = self.verified.write().unwrap_or_else(|e| e.into_inner());
@@ -322,6 +343,44 @@ impl Tokens {
             return Err(Error::RefreshTokenInvalid);
         }
         Ok(claims)
+    }
+
+    /// The session (and its holder) of an access or refresh token signed here, whether or not
+    /// it has expired: RFC 7009 revocation of a token that lapsed a moment ago still ends its
+    /// session. `None` for anything else.
+    pub fn session_of(&self, token: &str) -> Option<(Uuid, Uuid)> {
+        self.verify::<AccessClaims>(token, ACCESS_TYP, &self.access_validation)
+            .map(|c| (c.sub, c.sid))
+            .or_else(|()| {
+                self.verify::<RefreshClaims>(token, REFRESH_TYP, &self.refresh_validation)
+                    .map(|c| (c.sub, c.sid))
+            })
+            .ok()
+    }
+
+    /// An ID token this issuer signed, as an `id_token_hint` (OpenID Connect RP-Initiated Logout
+    /// §2): signature, `typ`, `kid`'s own `alg` and `iss` checked, expiry not (an expired ID
+    /// token is still a valid hint).
+    pub fn id_token_hint(&self, token: &str) -> Option<IdTokenHint> {
+        let validation = SigningAlg::ALL.map(|alg| {
+            let mut v = Validation::new(jwt_algorithm(alg));
+            v.validate_exp = false;
+            v.validate_aud = false;
+            v.set_issuer(&[&self.issuer]);
+            v.set_required_spec_claims(&["iss", "sub", "aud"]);
+            v
+        });
+        let claims: IdHintClaims = self.verify(token, "JWT", &validation).ok()?;
+        let client = match claims.aud {
+            serde_json::Value::String(aud) => aud,
+            serde_json::Value::Array(auds) => auds.first()?.as_str()?.to_owned(),
+            _ => return None,
+        };
+        Some(IdTokenHint {
+            sub: claims.sub,
+            sid: claims.sid,
+            client,
+        })
     }
 
     /// Signature, `alg`, `typ`, `kid`, `iss`, `aud` and the presence of the required claims;

@@ -16,6 +16,17 @@ use super::{Answer, AppState, Envelope, ok};
 use crate::clock::rfc3339;
 use crate::crm::{Contact, ContactInput, DEFAULT_LIMIT, ListQuery as Listing, MAX_LIMIT, Patch};
 use crate::error::{Error, Result, Validator};
+use crate::model::{ApiScopes, Principal};
+
+/// A client's token (one with a `scope` claim) reaches contacts only with their scope
+/// (docs/api.md §11 "Scopes"); the person's own tokens are not limited.
+fn needs(who: &Principal, scope: &'static str) -> Result<()> {
+    if who.allows(scope) {
+        Ok(())
+    } else {
+        Err(Error::InsufficientScope(scope))
+    }
+}
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -53,6 +64,7 @@ struct ListQuery {
 error_responses!(ListErrors:
     [Error::field("cursor", "is not a cursor this service issued")],
     bearer_errors(),
+    [Error::InsufficientScope(ApiScopes::CONTACTS_READ)],
     server_errors(),
 );
 
@@ -71,6 +83,7 @@ async fn list(
     AuthUser(who): AuthUser,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Answer<PageView>> {
+    needs(&who, ApiScopes::CONTACTS_READ)?;
     let Query(query) = query.map_err(|_| Error::field("query", "is not a valid query string"))?;
     let mut v = Validator::new();
     let limit = super::fields::page_limit(&mut v, query.limit.as_deref(), DEFAULT_LIMIT, MAX_LIMIT);
@@ -208,7 +221,7 @@ impl From<ContactBody> for ContactInput {
     }
 }
 
-error_responses!(WriteErrors: body_errors(), bearer_errors(), server_errors());
+error_responses!(WriteErrors: body_errors(), bearer_errors(), [Error::InsufficientScope(ApiScopes::CONTACTS_WRITE)], server_errors());
 
 /// Create a contact.
 #[utoipa::path(post, path = "/contacts", tag = "crm", security(("bearer" = [])),
@@ -221,11 +234,13 @@ async fn create(
     AuthUser(who): AuthUser,
     AppJson(body): AppJson<NewContact>,
 ) -> Result<(StatusCode, Answer<ContactView>)> {
+    needs(&who, ApiScopes::CONTACTS_WRITE)?;
     let contact = state.contacts.create(who.collection(), body.into()).await?;
     Ok((StatusCode::CREATED, ok(contact.into())))
 }
 
-error_responses!(OneErrors: bearer_errors(), [Error::NotFound], server_errors());
+error_responses!(OneErrors: bearer_errors(), [Error::NotFound, Error::InsufficientScope(ApiScopes::CONTACTS_READ)], server_errors());
+error_responses!(DeleteErrors: bearer_errors(), [Error::NotFound, Error::InsufficientScope(ApiScopes::CONTACTS_WRITE)], server_errors());
 
 /// One contact.
 #[utoipa::path(get, path = "/contacts/{id}", tag = "crm", security(("bearer" = [])),
@@ -236,13 +251,14 @@ async fn read(
     AuthUser(who): AuthUser,
     PathId(id): PathId,
 ) -> Result<Answer<ContactView>> {
+    needs(&who, ApiScopes::CONTACTS_READ)?;
     Ok(ok(state.contacts.get(who.collection(), id).await?.into()))
 }
 
 error_responses!(UpdateErrors:
     body_errors(),
     bearer_errors(),
-    [Error::NotFound],
+    [Error::NotFound, Error::InsufficientScope(ApiScopes::CONTACTS_WRITE)],
     server_errors(),
 );
 
@@ -257,6 +273,7 @@ async fn update(
     PathId(id): PathId,
     AppJson(body): AppJson<ContactBody>,
 ) -> Result<Answer<ContactView>> {
+    needs(&who, ApiScopes::CONTACTS_WRITE)?;
     let contact = state
         .contacts
         .update(who.collection(), id, body.into())
@@ -267,12 +284,13 @@ async fn update(
 /// Delete a contact.
 #[utoipa::path(delete, path = "/contacts/{id}", tag = "crm", security(("bearer" = [])),
     params(("id" = Uuid, Path, description = "The contact's id")),
-    responses((status = 200, description = "Deleted", body = Envelope<Deleted>), OneErrors))]
+    responses((status = 200, description = "Deleted", body = Envelope<Deleted>), DeleteErrors))]
 async fn remove(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
     PathId(id): PathId,
 ) -> Result<Answer<Deleted>> {
+    needs(&who, ApiScopes::CONTACTS_WRITE)?;
     state.contacts.delete(who.collection(), id).await?;
     Ok(ok(Deleted { id }))
 }

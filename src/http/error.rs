@@ -132,6 +132,7 @@ impl Error {
             EmailNotVerified => (StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED"),
             Forbidden => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             TwoFactorRequired => (StatusCode::FORBIDDEN, "TWO_FACTOR_REQUIRED"),
+            InsufficientScope(_) => (StatusCode::FORBIDDEN, "INSUFFICIENT_SCOPE"),
             Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
         }
     }
@@ -186,6 +187,13 @@ impl IntoResponse for Error {
                 header::WWW_AUTHENTICATE,
                 HeaderValue::from_static(challenge),
             );
+        }
+        // RFC 6750 §3.1: which scope the call needs.
+        if let Error::InsufficientScope(scope) = self {
+            let challenge = format!(r#"Bearer error="insufficient_scope", scope="{scope}""#);
+            if let Ok(value) = HeaderValue::from_str(&challenge) {
+                headers.insert(header::WWW_AUTHENTICATE, value);
+            }
         }
         if let Error::RateLimited { retry_after } | Error::Overloaded { retry_after } = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));

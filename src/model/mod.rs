@@ -4,6 +4,7 @@
 
 pub mod clients;
 pub mod contacts;
+pub mod logouts;
 pub mod mail;
 pub mod oauth;
 pub mod orgs;
@@ -14,8 +15,8 @@ pub mod users;
 
 pub use clients::{Client, ClientType, GrantType};
 pub use sessions::{
-    ClientGrant, ClientInfo, CookieSession, EndReason, Factor, Identity, LoginOutcome, LogoutScope,
-    Principal, RefreshRecord, Session, SessionInfo, TokenSet, is_multi_factor,
+    ApiScopes, ClientGrant, ClientInfo, CookieSession, EndReason, Factor, Identity, LoginOutcome,
+    LogoutScope, Principal, RefreshRecord, Session, SessionInfo, TokenSet, is_multi_factor,
 };
 pub use users::{
     Account, AddressProof, ManagedUser, SignInMethods, TwoFactorSetup, User, UserSummary,

@@ -117,9 +117,47 @@ pub struct Principal {
     pub multi_factor: bool,
     /// The token's active organisation, its membership checked live (`Guard::active_org`).
     pub org: Option<super::orgs::ActiveOrg>,
+    /// What a client's token may do at the business API; `None`: a token without a `scope`
+    /// claim (the person's own sign-in), not limited.
+    pub scopes: Option<ApiScopes>,
+}
+
+/// The resource scopes of Gatehouse's own business API a client's token carries (docs/api.md §11
+/// "Scopes"). Flags rather than the list, so that a verified token stays a small `Copy` value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ApiScopes {
+    pub contacts_read: bool,
+    pub contacts_write: bool,
+}
+
+impl ApiScopes {
+    pub const CONTACTS_READ: &'static str = "contacts:read";
+    pub const CONTACTS_WRITE: &'static str = "contacts:write";
+
+    /// From a token's `scope` claim (RFC 6749 §3.3: space-separated); other scopes are not the
+    /// business API's and change nothing here.
+    pub fn parse(scope: &str) -> ApiScopes {
+        let has = |name: &str| scope.split(' ').any(|s| s == name);
+        ApiScopes {
+            contacts_read: has(Self::CONTACTS_READ),
+            contacts_write: has(Self::CONTACTS_WRITE),
+        }
+    }
 }
 
 impl Principal {
+    /// Whether the caller's token allows a business call that needs `scope`.
+    pub fn allows(&self, scope: &str) -> bool {
+        match self.scopes {
+            None => true,
+            Some(s) => match scope {
+                ApiScopes::CONTACTS_READ => s.contacts_read,
+                ApiScopes::CONTACTS_WRITE => s.contacts_write,
+                _ => false,
+            },
+        }
+    }
+
     /// Whose contacts the caller works with: their active organisation's, else their own.
     pub fn collection(&self) -> super::orgs::Collection {
         match &self.org {
@@ -164,6 +202,9 @@ pub struct SessionInfo {
     pub user_agent: Option<String>,
     /// Whether this is the session of the token making the call.
     pub current: bool,
+    /// The client the session was given to (docs/api.md §11): its id and name; `None` for the
+    /// person's own sign-in.
+    pub client: Option<(Uuid, String)>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -200,6 +241,12 @@ pub enum EndReason {
     EndedByAdmin,
     /// The authorization code that began the session was used again (RFC 6749 §4.1.2).
     CodeReplayed,
+    /// A client revoked its token (RFC 7009).
+    Revoked,
+    /// The person withdrew their consent to the client.
+    ConsentWithdrawn,
+    /// The client was removed from the registry.
+    ClientRemoved,
 }
 
 impl EndReason {
@@ -216,6 +263,9 @@ impl EndReason {
             EndReason::TwoFactorReset => "two_factor_reset",
             EndReason::EndedByAdmin => "ended_by_admin",
             EndReason::CodeReplayed => "code_replayed",
+            EndReason::Revoked => "revoked",
+            EndReason::ConsentWithdrawn => "consent_withdrawn",
+            EndReason::ClientRemoved => "client_removed",
         }
     }
 }

@@ -89,6 +89,7 @@ impl Admin {
             session_id: identity.session_id,
             multi_factor: identity.multi_factor,
             org: identity.org,
+            scopes: None,
         })
     }
 }

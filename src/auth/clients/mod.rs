@@ -165,7 +165,16 @@ impl Clients {
 
     /// `NotFound` if there is no such client. Its calls are refused from now on here, and within
     /// `CLIENT_CACHE_MS` on other instances.
+    /// Every session it holds ends first, with its back-channel logouts queued while its URI can
+    /// be read (docs/api.md §11: removing a client ends every session and token it holds).
     pub async fn remove(&self, op: Operator<'_>, id: Uuid) -> Result<()> {
+        if self.core.store.client(id).await?.is_none() {
+            return Err(Error::NotFound);
+        }
+        let logouts = super::oauth::logout::Logouts {
+            core: self.core.clone(),
+        };
+        logouts.end_client(id).await?;
         if !self.core.store.delete_client(id).await? {
             return Err(Error::NotFound);
         }

@@ -59,3 +59,4 @@ impl Provider {
         }
     }
 }
+pub mod logout;

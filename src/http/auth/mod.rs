@@ -10,6 +10,7 @@ use crate::error::{Result, Validator};
 
 mod account;
 mod browser;
+mod consents;
 mod login;
 mod mail;
 mod passkeys;
@@ -22,6 +23,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(login::router())
         .merge(sessions::router())
+        .merge(consents::router())
         .merge(browser::router())
         .merge(account::router())
         .merge(reauth::router())

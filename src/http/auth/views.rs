@@ -144,6 +144,19 @@ pub struct SessionView {
     pub user_agent: Option<String>,
     /// Whether this is the session of the token making the call.
     pub current: bool,
+    /// The client the session was given to (docs/api.md §11: "sign in with Gatehouse");
+    /// `null` for the person's own sign-ins. Ending it ends the client's tokens.
+    pub client: Option<SessionClient>,
+}
+
+/// A client a session was given to.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionClient {
+    #[schema(format = Uuid)]
+    pub client_id: String,
+    #[schema(example = "Grafana")]
+    pub name: String,
 }
 
 impl From<SessionInfo> for SessionView {
@@ -155,6 +168,10 @@ impl From<SessionInfo> for SessionView {
             ip: s.ip,
             user_agent: s.user_agent,
             current: s.current,
+            client: s.client.map(|(id, name)| SessionClient {
+                client_id: id.to_string(),
+                name,
+            }),
         }
     }
 }

@@ -14,9 +14,11 @@ use super::AppState;
 
 mod authorize;
 mod discovery;
+mod end_session;
 mod introspect;
 mod token;
 mod userinfo;
+mod revoke;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -25,6 +27,8 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(authorize::router())
         .merge(token::router())
         .merge(userinfo::router())
+        .merge(revoke::router())
+        .merge(end_session::router())
 }
 
 /// RFC 6749 §5.2's error answer.

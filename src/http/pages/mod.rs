@@ -45,6 +45,8 @@ struct PageOptions {
     client_name: Option<String>,
     /// The sign-in page: sign in again even with a session (`prompt=login`, `max_age`).
     again: bool,
+    /// What a page's form shows (the end-session pages, docs/api.md §11).
+    form: Value,
 }
 
 /// What the pages need of the settings.
@@ -108,6 +110,16 @@ const PAGES: &[(&str, &str, &str)] = &[
         "This sign-in link is not valid",
         include_str!("../../../assets/pages/authorize-error.html"),
     ),
+    (
+        "end-session",
+        "Sign out",
+        include_str!("../../../assets/pages/end-session.html"),
+    ),
+    (
+        "signed-out",
+        "Signed out",
+        include_str!("../../../assets/pages/signed-out.html"),
+    ),
 ];
 
 const LAYOUT: &str = include_str!("../../../assets/pages/layout.html");
@@ -140,6 +152,16 @@ impl Pages {
     /// none; the account page also loads each section's).
     fn render(&self, name: &str, script: Option<&str>, return_to: &str) -> Result<String, Error> {
         self.render_with(name, script, return_to, false)
+    }
+
+    /// A page without script whose template reads `form` (the end-session pages of the OpenID
+    /// provider, docs/api.md §11: a plain form, no script needed).
+    pub(crate) fn render_form(&self, name: &str, form: Value) -> Result<String, Error> {
+        let options = PageOptions {
+            form,
+            ..PageOptions::default()
+        };
+        self.render_page(name, None, ACCOUNT, &options)
     }
 
     /// `render`; with `second_factor`, the sign-in page says that the application asks for a
@@ -194,6 +216,7 @@ impl Pages {
             second_factor => second_factor,
             client_name => options.client_name.as_deref().unwrap_or_default(),
             again => options.again,
+            form => &options.form,
         };
         let failed = |e: minijinja::Error| Error::internal(anyhow::anyhow!("page {name}: {e}"));
         // The account page's sections, each rendered with the page's context.

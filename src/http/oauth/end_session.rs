@@ -1,0 +1,203 @@
+//! OpenID Connect RP-Initiated Logout 1.0 (docs/api.md §11): `GET|POST /oauth2/end-session`.
+//! With a valid `id_token_hint` (expired or not) the person's Gatehouse session and every client
+//! session begun from it end at once; without one, a page asks the person first, and its form
+//! posts back a confirmation bound to the browser's session (no other site can forge it, and the
+//! `SameSite=Lax` cookie does not travel with another site's POST anyway). Then the browser goes
+//! to the client's `post_logout_redirect_uri` if it is registered for that client, else to a
+//! page saying it is signed out.
+
+use axum::body::Bytes;
+use axum::extract::{RawQuery, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Redirect, Response};
+use axum::routing::get;
+use minijinja::context;
+use utoipa_axum::router::OpenApiRouter;
+
+use super::{form_parameters, single};
+use crate::auth::oauth::logout::BrowserPerson;
+use crate::error::Error;
+use crate::http::AppState;
+use crate::http::cookies::{clear_cookie, cookie_values};
+use crate::model::Client;
+
+/// As forward-auth: at most this many cookies of the name are tried.
+const MAX_COOKIES: usize = 8;
+
+pub fn router() -> OpenApiRouter<AppState> {
+    OpenApiRouter::new().route(
+        "/oauth2/end-session",
+        get(end_session_get).post(end_session_post),
+    )
+}
+
+/// The request's parameters, each given at most once (a repeated one counts as absent).
+struct Request {
+    id_token_hint: Option<String>,
+    client_id: Option<String>,
+    post_logout_redirect_uri: Option<String>,
+    state: Option<String>,
+    confirm: Option<String>,
+}
+
+impl Request {
+    fn from_pairs(pairs: &[(String, String)]) -> Request {
+        let one = |name: &str| single(pairs, name).ok().flatten().map(str::to_owned);
+        Request {
+            id_token_hint: one("id_token_hint"),
+            client_id: one("client_id"),
+            post_logout_redirect_uri: one("post_logout_redirect_uri"),
+            state: one("state"),
+            confirm: one("confirm"),
+        }
+    }
+}
+
+async fn end_session_get(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    query: RawQuery,
+) -> Response {
+    let pairs: Vec<(String, String)> =
+        form_urlencoded::parse(query.0.unwrap_or_default().as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect();
+    end_session(&state, &headers, Request::from_pairs(&pairs), false).await
+}
+
+/// A relying party may POST its request (form-encoded), and the confirmation page posts here.
+async fn end_session_post(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let pairs = form_parameters(&headers, &body).unwrap_or_default();
+    end_session(&state, &headers, Request::from_pairs(&pairs), true).await
+}
+
+async fn end_session(
+    state: &AppState,
+    headers: &HeaderMap,
+    req: Request,
+    posted: bool,
+) -> Response {
+    match run(state, headers, req, posted).await {
+        Ok(response) => response,
+        Err(error) => error.into_response(),
+    }
+}
+
+async fn run(
+    state: &AppState,
+    headers: &HeaderMap,
+    req: Request,
+    posted: bool,
+) -> Result<Response, Error> {
+    state.require_provider()?;
+    let logouts = &state.auth.logouts;
+    let hint = req.id_token_hint.as_deref().and_then(|t| logouts.hint(t));
+    // The client: the hint's audience, or `client_id`; when both are given they must agree.
+    let client_id = match (
+        hint.as_ref().map(|h| h.client.as_str()),
+        req.client_id.as_deref(),
+    ) {
+        (Some(a), Some(b)) if a != b => None,
+        (a, b) => a.or(b),
+    };
+    let client: Option<Client> = match client_id {
+        Some(id) => state.auth.clients.find(id).await?,
+        None => None,
+    };
+    let redirect = req.post_logout_redirect_uri.as_deref().filter(|uri| {
+        client
+            .as_ref()
+            .is_some_and(|c| c.allows_post_logout_redirect(uri))
+    });
+    let browser = browser_person(state, headers).await?;
+    let confirmed = posted
+        && match (browser, req.confirm.as_deref()) {
+            (Some(person), Some(value)) => logouts.confirmed(person, value),
+            _ => false,
+        };
+    if hint.is_none() && !confirmed {
+        if let Some(person) = browser {
+            let form = context! {
+                confirm => logouts.confirmation(person),
+                client_id => client.as_ref().map(|c| c.id.to_string()),
+                client_name => client.as_ref().map(|c| c.name.clone()),
+                post_logout_redirect_uri => redirect,
+                state => req.state.as_deref(),
+            };
+            let page = state.pages.render_form("end-session", form)?;
+            return Ok(with_page_headers(Html(page).into_response(), redirect));
+        }
+    }
+    let ended = if hint.is_some() || confirmed {
+        logouts.end_session(browser, hint.as_ref()).await?
+    } else {
+        0
+    };
+    let clear = clear_cookie(&state.browser);
+    if let Some(uri) = redirect {
+        if let Ok(mut url) = url::Url::parse(uri) {
+            if let Some(s) = req.state.as_deref() {
+                url.query_pairs_mut().append_pair("state", s);
+            }
+            return Ok(([(header::SET_COOKIE, clear)], Redirect::to(url.as_str())).into_response());
+        }
+    }
+    let page = state.pages.render_form(
+        "signed-out",
+        context! { ended => ended > 0 || browser.is_some() && confirmed },
+    )?;
+    let answer = (StatusCode::OK, [(header::SET_COOKIE, clear)], Html(page)).into_response();
+    Ok(with_page_headers(answer, None))
+}
+
+/// The pages' headers (`pages::page_headers`), with the form allowed to end at the client's
+/// post-logout URI: browsers hold a form's redirects to `form-action` too.
+fn with_page_headers(mut response: Response, redirect: Option<&str>) -> Response {
+    let origin = redirect
+        .and_then(|uri| url::Url::parse(uri).ok())
+        .map(|url| url.origin().ascii_serialization())
+        .filter(|origin| origin != "null")
+        .map_or(String::new(), |origin| format!(" {origin}"));
+    let csp = format!(
+        "default-src 'none'; style-src 'self'; img-src 'self' data:; form-action 'self'{origin}; \
+         frame-ancestors 'none'; base-uri 'none'"
+    );
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&csp) {
+        headers.insert(header::CONTENT_SECURITY_POLICY, value);
+    }
+    for (name, value) in [
+        (header::X_FRAME_OPTIONS, "DENY"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::CACHE_CONTROL, "no-store"),
+    ] {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    response
+}
+
+/// The person whose session cookie the browser sent, if any is live.
+async fn browser_person(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<Option<BrowserPerson>, Error> {
+    let values = cookie_values(headers, &state.browser.cookie_name);
+    for value in values.into_iter().take(MAX_COOKIES) {
+        match state.auth.browser.identify(value).await {
+            Ok(identity) => {
+                return Ok(Some(BrowserPerson {
+                    user_id: identity.user_id,
+                    session_id: identity.session_id,
+                }));
+            }
+            Err(error @ (Error::Unavailable(_) | Error::Internal(_))) => return Err(error),
+            Err(_) => {}
+        }
+    }
+    Ok(None)
+}
