@@ -256,14 +256,15 @@ impl Sessions {
         // The clients' names (docs/api.md §11: a client's session is listed with it), each read
         // once; a client removed meanwhile has ended its sessions and is left out with them.
         let mut names: std::collections::HashMap<Uuid, Option<String>> = Default::default();
-        for id in active
+        let mut clients: Vec<Uuid> = active
             .iter()
             .filter_map(|s| s.grant.as_ref().map(|g| g.client_id))
-        {
-            if !names.contains_key(&id) {
-                let name = self.core.store.client(id).await?.map(|c| c.name);
-                names.insert(id, name);
-            }
+            .collect();
+        clients.sort_unstable();
+        clients.dedup();
+        for id in clients {
+            let name = self.core.store.client(id).await?.map(|c| c.name);
+            names.insert(id, name);
         }
         let mut sessions: Vec<SessionInfo> = active
             .into_iter()
