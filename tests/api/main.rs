@@ -45,6 +45,7 @@ mod mail_links;
 mod oauth_code;
 mod oauth_instances;
 mod oauth_refusals;
+mod oauth_logout;
 mod operations;
 mod orgs;
 mod orgs_admin;
