@@ -22,6 +22,7 @@ mod web_apps;
 
 both_backends!(
     the_account_page_switches_and_manages_organisations,
+    the_account_page_lists_and_removes_connected_applications,
     organisation_invitations_land_on_their_page,
     signing_in_with_and_without_two_factor,
     pages_fit_a_phone_and_work_by_keyboard,
@@ -313,6 +314,39 @@ async fn the_account_page_switches_and_manages_organisations(backend: Backend) {
         .scalar("SELECT COUNT(*) FROM org_invitations")
         .await;
     assert_eq!(pending, 0);
+}
+
+/// docs/api.md §11: the account page's connected applications, one removed; its consent and its
+/// session end.
+async fn the_account_page_lists_and_removes_connected_applications(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let site = site(backend, SettingsArgs::default()).await;
+    let user = site.app.create_user("ann@example.com", PASSWORD).await;
+    let output = site.app.cli(&["clients", "add", "Notes", "--json"], None);
+    assert!(output.status.success());
+    let out: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    let client = uuid::Uuid::parse_str(out["clientId"].as_str().unwrap()).unwrap();
+    let sqlite = site.app.db.url.starts_with("sqlite:");
+    let literal = |id: uuid::Uuid| {
+        if sqlite {
+            format!("x'{}'", id.simple())
+        } else {
+            format!("'{id}'")
+        }
+    };
+    site.app
+        .execute(&format!(
+            "INSERT INTO oauth_consents (user_id, client_id, scopes, granted_at) \
+             VALUES ({}, {}, 'openid contacts:read', 1700000000000)",
+            literal(user),
+            literal(client),
+        ))
+        .await;
+    scenario(&site, "apps", "ann@example.com", &[]).await;
+    let left: i64 = site.app.scalar("SELECT COUNT(*) FROM oauth_consents").await;
+    assert_eq!(left, 0);
 }
 
 /// With verified addresses required, registration leads to the mailed link, not into the account.

@@ -43,6 +43,7 @@ pub const SECTIONS: &[Section] = &[
     section!("profile", "Profile"),
     section!("security", "Security"),
     section!("sessions", "Sessions"),
+    section!("apps", "Connected applications"),
     section!("orgs", "Organisations"),
     section!("delete", "Delete account"),
 ];
