@@ -106,6 +106,11 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("post", "/oauth2/token", false),
     ("get", "/oauth2/userinfo", true),
     ("post", "/oauth2/userinfo", true),
+    ("get", "/api/v1/auth/consents", true),
+    ("delete", "/api/v1/auth/consents/{clientId}", true),
+    ("post", "/oauth2/revoke", false),
+    ("get", "/oauth2/end-session", false),
+    ("post", "/oauth2/end-session", false),
 ];
 
 /// Forward-auth (docs/api.md §6): any method a proxy may use, a bearer token, no envelope.
@@ -119,6 +124,8 @@ const NOT_ENVELOPED: &[&str] = &[
     "/oauth2/introspect",
     "/oauth2/token",
     "/oauth2/userinfo",
+    "/oauth2/revoke",
+    "/oauth2/end-session",
 ];
 
 fn all_calls() -> Vec<(&'static str, &'static str, bool)> {

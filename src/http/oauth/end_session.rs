@@ -10,9 +10,9 @@ use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{Html, IntoResponse, Redirect, Response};
-use axum::routing::get;
 use minijinja::context;
 use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
 
 use super::{form_parameters, single};
 use crate::auth::oauth::logout::BrowserPerson;
@@ -25,10 +25,7 @@ use crate::model::Client;
 const MAX_COOKIES: usize = 8;
 
 pub fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().route(
-        "/oauth2/end-session",
-        get(end_session_get).post(end_session_post),
-    )
+    OpenApiRouter::new().routes(routes!(end_session_get, end_session_post))
 }
 
 /// The request's parameters, each given at most once (a repeated one counts as absent).
@@ -53,6 +50,26 @@ impl Request {
     }
 }
 
+/// Sign the person out (OpenID Connect RP-Initiated Logout 1.0), for a browser sent here by a
+/// relying party.
+///
+/// Query `id_token_hint` (an ID token of this issuer, expired or not), `post_logout_redirect_uri`
+/// (followed only if registered for the client), `state`, `client_id`. With a valid hint the
+/// person's session and every client session begun from it end, and the browser goes to the
+/// redirect URI (303, with `state`) or to a page saying it is signed out; without one, an HTML
+/// page asks for confirmation first. Errors are pages or the envelope (404 while the provider is
+/// off), never a redirect to an unregistered URI.
+#[utoipa::path(get, path = "/oauth2/end-session", tag = "oauth",
+    params(
+        ("id_token_hint" = Option<String>, Query, description = "An ID token this issuer signed"),
+        ("post_logout_redirect_uri" = Option<String>, Query, description = "Registered for the client"),
+        ("state" = Option<String>, Query, description = "Given back on the redirect"),
+        ("client_id" = Option<String>, Query, description = "The client, when there is no hint"),
+    ),
+    responses(
+        (status = 200, description = "A page: the confirmation, or signed out", content_type = "text/html", body = String),
+        (status = 303, description = "Signed out; to the post-logout redirect URI"),
+        (status = 404, description = "The OpenID provider is off")))]
 async fn end_session_get(
     State(state): State<AppState>,
     headers: HeaderMap,
@@ -65,7 +82,17 @@ async fn end_session_get(
     end_session(&state, &headers, Request::from_pairs(&pairs), false).await
 }
 
-/// A relying party may POST its request (form-encoded), and the confirmation page posts here.
+/// Sign the person out: the relying party's request as a form, or the confirmation page's.
+///
+/// The parameters of `GET`, form-encoded, plus `confirm`: the confirmation page's value, bound to
+/// the browser's session (a forged one ends nothing and shows the page again).
+#[utoipa::path(post, path = "/oauth2/end-session", tag = "oauth",
+    request_body(content = String, content_type = "application/x-www-form-urlencoded",
+        description = "id_token_hint, post_logout_redirect_uri, state, client_id, confirm"),
+    responses(
+        (status = 200, description = "A page: the confirmation, or signed out", content_type = "text/html", body = String),
+        (status = 303, description = "Signed out; to the post-logout redirect URI"),
+        (status = 404, description = "The OpenID provider is off")))]
 async fn end_session_post(
     State(state): State<AppState>,
     headers: HeaderMap,
