@@ -16,9 +16,9 @@ mod authorize;
 mod discovery;
 mod end_session;
 mod introspect;
+mod revoke;
 mod token;
 mod userinfo;
-mod revoke;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

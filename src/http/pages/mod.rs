@@ -329,6 +329,7 @@ async fn sign_in(
             .map(|name| format!("Sign in to continue to {name}")),
         client_name,
         again,
+        ..PageOptions::default()
     };
     let body = state
         .pages
