@@ -45,6 +45,7 @@ mod mail_links;
 mod oauth_code;
 mod oauth_instances;
 mod oauth_logout;
+mod oauth_logout_flows;
 mod oauth_refusals;
 mod operations;
 mod orgs;
