@@ -77,6 +77,12 @@ pub enum Error {
     /// A business call with a client's token whose `scope` lacks the call's (docs/api.md §11).
     #[error("this token's scopes do not allow this call: it needs {0}")]
     InsufficientScope(&'static str),
+    /// One of the person's own calls (account, organisations, administration) with a token a
+    /// client was given (docs/api.md §11 "Scopes").
+    #[error(
+        "a token given to a client reaches only the business API its scopes name; this call needs the person's own sign-in"
+    )]
+    ClientToken,
     /// An administration call by an admin whose session's login had no second factor.
     #[error(
         "this call needs a session signed in with a second factor: log in with 2FA or a passkey"

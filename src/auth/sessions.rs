@@ -66,6 +66,19 @@ impl Sessions {
         })
     }
 
+    /// The caller of one of the person's own calls (the account, organisations, administration,
+    /// the authorization call): `authenticate`, and a token a client was given is refused. Such a
+    /// token is the person's consent to the scopes it names, for the business API; none of them
+    /// reaches the account (a client must not list or end sessions, change mail or give itself
+    /// consents).
+    pub async fn authenticate_person(&self, access_token: &str) -> Result<Principal> {
+        let who = self.authenticate(access_token).await?;
+        if who.scopes.is_some() {
+            return Err(Error::ClientToken);
+        }
+        Ok(who)
+    }
+
     /// Rotates a refresh token: the presented one is used up, a new one is returned.
     pub async fn refresh(&self, token: &str, client: &ClientInfo) -> Result<TokenSet> {
         let renewed = self.renew(token, client, None).await?;

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::auth::views::Deleted;
 use super::docs::{bearer_errors, body_errors, error_responses, server_errors};
-use super::extract::{AppJson, AuthUser, PathId};
+use super::extract::{ApiUser, AppJson, PathId};
 use super::fields;
 use super::{Answer, AppState, Envelope, ok};
 use crate::clock::rfc3339;
@@ -80,7 +80,7 @@ error_responses!(ListErrors:
         ListErrors))]
 async fn list(
     State(state): State<AppState>,
-    AuthUser(who): AuthUser,
+    ApiUser(who): ApiUser,
     query: Result<Query<ListQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Answer<PageView>> {
     needs(&who, ApiScopes::CONTACTS_READ)?;
@@ -231,7 +231,7 @@ error_responses!(WriteErrors: body_errors(), bearer_errors(), [Error::Insufficie
     responses((status = 201, description = "The new contact", body = Envelope<ContactView>), WriteErrors))]
 async fn create(
     State(state): State<AppState>,
-    AuthUser(who): AuthUser,
+    ApiUser(who): ApiUser,
     AppJson(body): AppJson<NewContact>,
 ) -> Result<(StatusCode, Answer<ContactView>)> {
     needs(&who, ApiScopes::CONTACTS_WRITE)?;
@@ -248,7 +248,7 @@ error_responses!(DeleteErrors: bearer_errors(), [Error::NotFound, Error::Insuffi
     responses((status = 200, description = "The contact", body = Envelope<ContactView>), OneErrors))]
 async fn read(
     State(state): State<AppState>,
-    AuthUser(who): AuthUser,
+    ApiUser(who): ApiUser,
     PathId(id): PathId,
 ) -> Result<Answer<ContactView>> {
     needs(&who, ApiScopes::CONTACTS_READ)?;
@@ -269,7 +269,7 @@ error_responses!(UpdateErrors:
     responses((status = 200, description = "The changed contact", body = Envelope<ContactView>), UpdateErrors))]
 async fn update(
     State(state): State<AppState>,
-    AuthUser(who): AuthUser,
+    ApiUser(who): ApiUser,
     PathId(id): PathId,
     AppJson(body): AppJson<ContactBody>,
 ) -> Result<Answer<ContactView>> {
@@ -287,7 +287,7 @@ async fn update(
     responses((status = 200, description = "Deleted", body = Envelope<Deleted>), DeleteErrors))]
 async fn remove(
     State(state): State<AppState>,
-    AuthUser(who): AuthUser,
+    ApiUser(who): ApiUser,
     PathId(id): PathId,
 ) -> Result<Answer<Deleted>> {
     needs(&who, ApiScopes::CONTACTS_WRITE)?;

@@ -132,7 +132,7 @@ impl Error {
             EmailNotVerified => (StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED"),
             Forbidden => (StatusCode::FORBIDDEN, "FORBIDDEN"),
             TwoFactorRequired => (StatusCode::FORBIDDEN, "TWO_FACTOR_REQUIRED"),
-            InsufficientScope(_) => (StatusCode::FORBIDDEN, "INSUFFICIENT_SCOPE"),
+            InsufficientScope(_) | ClientToken => (StatusCode::FORBIDDEN, "INSUFFICIENT_SCOPE"),
             Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
         }
     }
@@ -180,6 +180,7 @@ impl IntoResponse for Error {
                 r#"Bearer error="invalid_token", error_description="the access token expired""#,
             ),
             Error::TokenInvalid => Some(r#"Bearer error="invalid_token""#),
+            Error::ClientToken => Some(r#"Bearer error="insufficient_scope""#),
             _ => None,
         };
         if let Some(challenge) = challenge {

@@ -177,7 +177,8 @@ fn without_position(error: &serde_json::Error) -> String {
     }
 }
 
-/// The caller of a bearer call.
+/// The caller of one of the person's own bearer calls (account, organisations, the authorization
+/// call): a token a client was given is refused (`Sessions::authenticate_person`).
 pub struct AuthUser(pub Principal);
 
 impl FromRequestParts<AppState> for AuthUser {
@@ -185,7 +186,25 @@ impl FromRequestParts<AppState> for AuthUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
         let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
-        state.auth.sessions.authenticate(token).await.map(AuthUser)
+        state
+            .auth
+            .sessions
+            .authenticate_person(token)
+            .await
+            .map(AuthUser)
+    }
+}
+
+/// The caller of a business call: the person's own token, or a client's within its scopes (the
+/// handler checks them: `Principal::allows`).
+pub struct ApiUser(pub Principal);
+
+impl FromRequestParts<AppState> for ApiUser {
+    type Rejection = Error;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
+        let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
+        state.auth.sessions.authenticate(token).await.map(ApiUser)
     }
 }
 

@@ -177,6 +177,29 @@ async fn client_tokens_reach_contacts_only_with_their_scope(backend: Backend) {
     gone.data(200);
     // The person's own token (no `scope`) is not limited.
     app.get("/api/v1/crm/contacts", &person).await.data(200);
+
+    // A client's token reaches none of the person's own calls: the account, its sessions, the
+    // authorization call (a client cannot consent for itself), organisations, administration.
+    for (method, path) in [
+        (Method::GET, "/api/v1/auth/me"),
+        (Method::GET, "/api/v1/auth/sessions"),
+        (Method::GET, "/api/v1/auth/consents"),
+        (Method::POST, "/api/v1/auth/browser-session"),
+        (Method::POST, "/api/v1/oauth2/authorize"),
+        (Method::GET, "/api/v1/orgs"),
+        (Method::GET, "/api/v1/admin/users"),
+    ] {
+        let refused = app
+            .call(method.clone(), path, Some(&writer), Some(json!({})))
+            .await;
+        refused.error(403, "INSUFFICIENT_SCOPE");
+        assert_eq!(
+            refused.header("www-authenticate"),
+            Some(r#"Bearer error="insufficient_scope""#),
+            "{method} {path}"
+        );
+    }
+    app.get("/api/v1/auth/sessions", &person).await.data(200);
 }
 
 async fn end_session_with_an_expired_id_token_hint_ends_the_tree_and_redirects(backend: Backend) {

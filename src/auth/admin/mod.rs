@@ -77,6 +77,8 @@ impl Admin {
     /// session's login had a second factor (a passkey counts). Not an admin: `FORBIDDEN`, whatever
     /// the factors; an admin without a second factor: `TWO_FACTOR_REQUIRED`.
     pub async fn admin_caller(&self, access_token: &str) -> Result<Principal> {
+        // A client's token (forward-auth accepts it) never administers, whoever gave it.
+        self.sessions.authenticate_person(access_token).await?;
         let identity = self.guard.identify(access_token).await?;
         if !identity.roles.iter().any(|r| r == ADMIN_ROLE) {
             return Err(Error::Forbidden);
