@@ -37,11 +37,11 @@ both_backends!(
     the_authorization_page_signs_in_asks_consent_and_returns_a_code,
 );
 
-const BROWSER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
-const CHROMIUM: &str = "/usr/bin/chromium";
+pub(crate) const BROWSER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
+pub(crate) const CHROMIUM: &str = "/usr/bin/chromium";
 
 /// Whether Chromium and playwright-core are here; without them, a skip outside CI, a failure in it.
-fn browser_ready() -> bool {
+pub(crate) fn browser_ready() -> bool {
     let missing: Vec<&str> = [
         (!Path::new(CHROMIUM).exists()).then_some("chromium (apt-get install chromium)"),
         (!Path::new(BROWSER_DIR)
@@ -55,12 +55,24 @@ fn browser_ready() -> bool {
     node_ready() && installed_or_skipped(&missing, "a browser test")
 }
 
-fn node_ready() -> bool {
+pub(crate) fn node_ready() -> bool {
     let found = Command::new("node")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
     installed_or_skipped(if found { &[] } else { &["node"] }, "a browser test")
+}
+
+/// Whether these npm packages of tests/browser are installed (`npm ci --prefix tests/browser`);
+/// without them, a skip outside CI, a failure in it.
+pub(crate) fn packages_ready(packages: &[&str]) -> bool {
+    let missing: Vec<String> = packages
+        .iter()
+        .filter(|p| !Path::new(BROWSER_DIR).join("node_modules").join(p).exists())
+        .map(|p| format!("{p} (npm ci --prefix tests/browser)"))
+        .collect();
+    let missing: Vec<&str> = missing.iter().map(String::as_str).collect();
+    installed_or_skipped(&missing, "a test of a relying party")
 }
 
 /// An app the browser reaches at `url` (`http://localhost:PORT`), its public URL, passkeys'
@@ -88,7 +100,7 @@ async fn site(backend: Backend, args: SettingsArgs) -> Site {
 
 /// Runs `node ARGS` in `dir` with `env` (off the runtime's threads: the app serves meanwhile) and
 /// fails with everything it printed.
-async fn node(dir: &str, args: &[&str], env: Vec<(String, String)>) -> String {
+pub(crate) async fn node(dir: &str, args: &[&str], env: Vec<(String, String)>) -> String {
     let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
     let dir = dir.to_owned();
     let output = tokio::task::spawn_blocking(move || {

@@ -60,6 +60,7 @@ mod proxies;
 mod proxy_attacks;
 mod reauth;
 mod refresh;
+mod relying_parties;
 mod sessions;
 mod signing_keys;
 mod slow;

@@ -1,0 +1,111 @@
+//! panva's openid-client (npm, v6, OpenID Certified relying party) against the provider:
+//! tests/browser/oidc-rp.mjs, run by Node, once per client: one client per ID-token algorithm
+//! (RS256 with `client_secret_basic`, ES256 with `client_secret_post`, EdDSA with
+//! `client_secret_basic`) and a public client (`none`, RS256 by default).
+
+use serde_json::json;
+
+use super::{Registered, add_client, provider};
+use crate::browser::{BROWSER_DIR, node, node_ready, packages_ready};
+use crate::helpers::{Backend, PASSWORD, both_backends};
+
+both_backends!(openid_client_signs_in_with_a_client_of_each_id_token_algorithm);
+
+/// The redirect URI every client registers: exact, never visited (the script hands the URL the
+/// provider redirects to straight to openid-client, as a callback handler would).
+const REDIRECT: &str = "https://rp.example.com/callback";
+
+/// Discovery; an authorization URL with PKCE (S256), `state` and `nonce`; the person's consent
+/// through `POST /api/v1/oauth2/authorize` (asked once per client, remembered the second time);
+/// `authorizationCodeGrant` (the `iss` of the redirect, the ID token's signature by the client's
+/// algorithm, `nonce`, `aud`, `at_hash`); `fetchUserInfo`; `refreshTokenGrant` (rotation);
+/// `clientCredentialsGrant`; `tokenIntrospection`; `tokenRevocation` (the session ends: the
+/// refresh token is refused and the access token inactive within 2 s). Details in the script.
+async fn openid_client_signs_in_with_a_client_of_each_id_token_algorithm(backend: Backend) {
+    if !node_ready() || !packages_ready(&["openid-client"]) {
+        return;
+    }
+    let provider = provider(backend, "127.0.0.1").await;
+    let app = &provider.app;
+    let user = app.create_user("ann@example.com", PASSWORD).await;
+    let scopes = [
+        "--scope",
+        "openid",
+        "--scope",
+        "profile",
+        "--scope",
+        "email",
+        "--scope",
+        "offline_access",
+        "--scope",
+        "contacts:read",
+    ];
+    let confidential = |name: &str, alg: &str| -> Registered {
+        let mut args = vec![
+            "--redirect-uri",
+            REDIRECT,
+            "--grant",
+            "authorization_code",
+            "--grant",
+            "refresh_token",
+            "--grant",
+            "client_credentials",
+            "--id-token-alg",
+            alg,
+        ];
+        args.extend_from_slice(&scopes);
+        add_client(app, name, &args)
+    };
+    let rs256 = confidential("Reports RS256", "RS256");
+    let es256 = confidential("Reports ES256", "ES256");
+    let eddsa = confidential("Reports EdDSA", "EdDSA");
+    let mut public_args = vec!["--public", "--redirect-uri", REDIRECT];
+    public_args.extend_from_slice(&scopes[..8]);
+    let public = add_client(app, "Reports mobile", &public_args);
+    assert!(public.secret.is_none(), "a public client has no secret");
+
+    let clients = json!([
+        { "name": "Reports RS256", "alg": "RS256", "auth": "basic", "clientId": rs256.id, "clientSecret": rs256.secret },
+        { "name": "Reports ES256", "alg": "ES256", "auth": "post", "clientId": es256.id, "clientSecret": es256.secret },
+        { "name": "Reports EdDSA", "alg": "EdDSA", "auth": "basic", "clientId": eddsa.id, "clientSecret": eddsa.secret },
+        { "name": "Reports mobile", "alg": "RS256", "auth": "none", "clientId": public.id },
+    ]);
+    let env = vec![
+        ("GATEHOUSE_URL".to_owned(), provider.issuer.clone()),
+        ("GATEHOUSE_EMAIL".to_owned(), "ann@example.com".to_owned()),
+        ("GATEHOUSE_PASSWORD".to_owned(), PASSWORD.to_owned()),
+        ("GATEHOUSE_USER_ID".to_owned(), user.to_string()),
+        ("OIDC_REDIRECT_URI".to_owned(), REDIRECT.to_owned()),
+        ("OIDC_CLIENTS".to_owned(), clients.to_string()),
+    ];
+    let printed = node(BROWSER_DIR, &["oidc-rp.mjs"], env).await;
+    eprintln!("{printed}");
+    for name in ["RS256", "ES256", "EdDSA", "mobile"] {
+        assert!(
+            printed.contains(&format!("Reports {name}: ok")),
+            "{name} did not finish: {printed}"
+        );
+    }
+    // Each code exchange began a session of its own (two per client: the first authorization
+    // and the remembered one), listed in the person's sessions with its client; the three the
+    // script revoked are gone from the list.
+    let token = super::person_token(app, "ann@example.com", PASSWORD).await;
+    let sessions = app.get("/api/v1/auth/sessions", &token).await;
+    let items = sessions.data(200)["items"].as_array().unwrap().clone();
+    let mut named: Vec<&str> = items
+        .iter()
+        .filter_map(|s| s["client"]["name"].as_str())
+        .collect();
+    named.sort();
+    assert_eq!(
+        named,
+        [
+            "Reports ES256",
+            "Reports EdDSA",
+            "Reports RS256",
+            "Reports mobile",
+            "Reports mobile",
+        ],
+        "{items:#?}"
+    );
+}
