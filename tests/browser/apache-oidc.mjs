@@ -9,6 +9,7 @@
 // Environment: GATEHOUSE_URL (the issuer, http://localhost:PORT), APP (Apache,
 // http://127.0.0.1:PORT), GATEHOUSE_EMAIL, GATEHOUSE_PASSWORD, GATEHOUSE_USER_ID,
 // GATEHOUSE_CLIENT_ID.
+import http from "node:http";
 import { BASE, assert, assertNoPageErrors, expectText, newPage, required, run } from "./common.mjs";
 
 const app = required("APP");
@@ -50,13 +51,21 @@ async function atApp(page, path) {
 }
 
 /**
- * A visit to the application with the browser's Apache cookies, redirects not followed: 200 while
- * the Apache session lives, a redirect to Gatehouse's authorization endpoint once it ended.
+ * A visit to the application with the browser's Apache cookies, as a browser's navigation
+ * (Accept: text/html), redirects not followed: 200 while the Apache session lives, a redirect to
+ * Gatehouse's authorization endpoint once it ended. node:http, not fetch: fetch says
+ * `Sec-Fetch-Mode: cors`, which mod_auth_openidc answers with 401 instead of a redirect.
  */
 async function visit(context) {
-  const cookies = (await context.cookies(app)).map((c) => `${c.name}=${c.value}`).join("; ");
-  const response = await fetch(`${app}/reports`, { headers: { cookie: cookies }, redirect: "manual" });
-  return { status: response.status, location: response.headers.get("location") ?? "" };
+  const cookie = (await context.cookies(app)).map((c) => `${c.name}=${c.value}`).join("; ");
+  return new Promise((resolve, reject) => {
+    http
+      .get(`${app}/reports`, { headers: { cookie, accept: "text/html" } }, (response) => {
+        response.resume();
+        resolve({ status: response.statusCode, location: response.headers.location ?? "" });
+      })
+      .on("error", reject);
+  });
 }
 
 async function apacheSessionEnds(context, cause) {
