@@ -39,11 +39,14 @@ fn apache_ready() -> bool {
     installed_or_skipped(&missing, "the Apache relying-party test")
 }
 
+/// A request's headers, names lower-cased, each value received.
+type Headers = BTreeMap<String, Vec<String>>;
+
 /// The application behind Apache: a page naming the person mod_auth_openidc says it serves, and
-/// every request's headers, names lower-cased, each value received.
+/// every request's headers.
 struct Upstream {
     addr: SocketAddr,
-    seen: Arc<Mutex<Vec<BTreeMap<String, Vec<String>>>>>,
+    seen: Arc<Mutex<Vec<Headers>>>,
 }
 
 impl Upstream {
@@ -53,7 +56,7 @@ impl Upstream {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = seen.clone();
         let router = axum::Router::new().fallback(move |headers: HeaderMap| {
-            let mut all: BTreeMap<String, Vec<String>> = BTreeMap::new();
+            let mut all = Headers::new();
             for (name, value) in &headers {
                 let value = String::from_utf8_lossy(value.as_bytes()).into_owned();
                 all.entry(name.as_str().to_owned()).or_default().push(value);
@@ -77,7 +80,7 @@ impl Upstream {
         Upstream { addr, seen }
     }
 
-    fn seen(&self) -> Vec<BTreeMap<String, Vec<String>>> {
+    fn seen(&self) -> Vec<Headers> {
         self.seen.lock().unwrap().clone()
     }
 }
