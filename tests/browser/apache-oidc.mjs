@@ -32,7 +32,7 @@ async function atGatehouse(page) {
 async function signInStep(page) {
   await page.getByLabel("E-mail address").fill(email);
   await page.getByLabel("Password", { exact: true }).fill(password);
-  await page.getByRole("button", { name: /^sign in/i }).click();
+  await page.getByRole("button", { name: "Sign in", exact: true }).click();
 }
 
 /** The consent screen names the client and what it asks; the person allows it. */
