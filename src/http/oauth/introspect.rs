@@ -71,6 +71,13 @@ struct IntrospectionAnswer {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "Bearer")]
     token_type: Option<&'static str>,
+    /// The client the token was issued to (RFC 7662 §2.2); absent for the person's own sign-in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_id: Option<String>,
+    /// The scopes granted to that client, space-separated; absent for the person's own sign-in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "openid contacts:read")]
+    scope: Option<String>,
 }
 
 /// Introspect a token (RFC 7662), as a confidential client (`gatehouse clients add`).
@@ -149,6 +156,8 @@ async fn introspect(
             iat: Some(live.claims.iat),
             jti: Some(live.claims.jti.to_string()),
             token_type: Some("Bearer"),
+            client_id: live.claims.client_id,
+            scope: live.claims.scope,
         },
         Ok(None) => IntrospectionAnswer::default(),
         Err(error) => return error.into_response(),
