@@ -189,7 +189,7 @@ async fn a_third_party_client_signs_a_person_in_with_consent(backend: Backend) {
     // Nor does a client's access token authorize another client.
     let (_, challenge) = pkce();
     let refused = authorize(&app, access, authorization(&client, "openid", &challenge)).await;
-    refused.error(403, "FORBIDDEN");
+    refused.error(403, "INSUFFICIENT_SCOPE");
 
     // The consent is remembered; a new scope asks again, for it alone.
     let (_, challenge) = pkce();
