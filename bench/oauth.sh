@@ -75,9 +75,14 @@ gh_tokens() {
     -d "code=$code" -d "redirect_uri=$REDIRECT" -d "code_verifier=$VERIFIER"
 }
 GH_ACCESS=$(gh_tokens "openid profile email" | jq -r .access_token)
-: >"$WORK/gh-refresh"
-for _ in $(seq 1 "$CONNECTIONS"); do
-  gh_tokens "openid profile email offline_access" | jq -r .refresh_token >>"$WORK/gh-refresh"
+# One set of chains per round: wrk stops with a request in flight on each connection, whose answer
+# (the chain's next token) it never reads; presenting that consumed token again in the next round
+# would be reuse, and both providers end the session for it.
+for round in 1 2; do
+  : >"$WORK/gh-refresh-$round"
+  for _ in $(seq 1 "$CONNECTIONS"); do
+    gh_tokens "openid profile email offline_access" | jq -r .refresh_token >>"$WORK/gh-refresh-$round"
+  done
 done
 
 # --- The peer: the same client and person, the person signed in and consenting once ----------
@@ -104,10 +109,12 @@ peer_tokens() {
 }
 PEER_ACCESS=$(peer_tokens "$WORK/jar" "openid profile email" | jq -r .access_token)
 PEER_COOKIE=$(awk -F'\t' 'NF==7 && $3=="/" {printf "%s%s=%s", sep, $6, $7; sep="; "}' "$WORK/jar")
-: >"$WORK/peer-refresh"
-for i in $(seq 1 "$CONNECTIONS"); do
-  # oidc-provider grants offline_access only with prompt=consent (OIDC Core §11).
-  peer_tokens "$WORK/jar$i" "openid profile email offline_access" consent | jq -r .refresh_token >>"$WORK/peer-refresh"
+for round in 1 2; do
+  : >"$WORK/peer-refresh-$round"
+  for i in $(seq 1 "$CONNECTIONS"); do
+    # oidc-provider grants offline_access only with prompt=consent (OIDC Core §11).
+    peer_tokens "$WORK/jar$round-$i" "openid profile email offline_access" consent | jq -r .refresh_token >>"$WORK/peer-refresh-$round"
+  done
 done
 
 # --- Sanity: each scenario's request works once on both before it is measured -----------------
@@ -116,7 +123,7 @@ ok $BASE/oauth2/token -H "Authorization: $GH_BASIC" -d grant_type=client_credent
 ok $PEER/token -H "Authorization: $PEER_BASIC" -d grant_type=client_credentials
 ok $BASE/oauth2/userinfo -H "Authorization: Bearer $GH_ACCESS"
 ok $PEER/me -H "Authorization: Bearer $PEER_ACCESS"
-grep -qv null "$WORK/gh-refresh" && grep -qv null "$WORK/peer-refresh" \
+grep -qv null "$WORK/gh-refresh-2" && grep -qv null "$WORK/peer-refresh-2" \
   || { echo "no refresh tokens to start the chains with" >&2; exit 1; }
 
 # measure WRK-ARGS…: "rate|p50|p99|errors", the rate being requests/s, or exchanges/s where the
@@ -161,8 +168,8 @@ scenario() {
     measure "${WRK[@]}" -H "Authorization: Bearer $GH_ACCESS" $BASE/oauth2/userinfo
     measure "${WRK[@]}" -H "Authorization: Bearer $PEER_ACCESS" $PEER/me ;;
   refresh)
-    measure "${CHAINED[@]}" -s bench/oauth-refresh.lua $BASE -- /oauth2/token "$GH_BASIC" "$WORK/gh-refresh"
-    measure "${CHAINED[@]}" -s bench/oauth-refresh.lua $PEER -- /token "$PEER_BASIC" "$WORK/peer-refresh" ;;
+    measure "${CHAINED[@]}" -s bench/oauth-refresh.lua $BASE -- /oauth2/token "$GH_BASIC" "$WORK/gh-refresh-$round"
+    measure "${CHAINED[@]}" -s bench/oauth-refresh.lua $PEER -- /token "$PEER_BASIC" "$WORK/peer-refresh-$round" ;;
   esac
 }
 
