@@ -200,12 +200,6 @@ impl Tokens {
         self.sign(ACCESS_TYP, claims)
     }
 
-    /// The algorithm access and refresh tokens are signed with.
-    #[allow(dead_code, reason = "the OpenID provider (issue 25) lands next")]
-    pub fn access_alg(&self) -> SigningAlg {
-        self.access_alg
-    }
-
     /// A JWT of `claims` signed with the active key of `alg`, header `alg`, `kid` and `typ`
     /// (e.g. an ID token: `typ` "JWT", the client's `id_token_alg`).
     pub fn sign_with(&self, alg: SigningAlg, typ: &str, claims: &impl Serialize) -> Result<String> {

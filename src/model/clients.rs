@@ -108,7 +108,6 @@ impl Client {
     }
 
     /// Whether `uri` is one of the client's post-logout redirect URIs (same rules).
-    #[allow(dead_code, reason = "end-session (flows-B) asks it")]
     pub fn allows_post_logout_redirect(&self, uri: &str) -> bool {
         super::redirect::allows(&self.post_logout_redirect_uris, uri)
     }
