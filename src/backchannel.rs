@@ -22,6 +22,7 @@ use crate::crypto::SigningAlg;
 use crate::error::Result;
 use crate::metrics::Metrics;
 use crate::model::logouts::PendingLogout;
+use crate::outbox;
 use crate::store::Store;
 
 /// How often ended sessions are swept and the outbox read: with a client that answers at once, a
@@ -128,21 +129,11 @@ impl Backchannel {
             .backchannel_outbox_age(self.store.logouts_oldest().await?.map(|t| now - t));
         let until = now + LEASE.as_millis() as i64;
         let notices = self.store.claim_logouts(now, until, BATCH).await?;
-        let claimed = notices.len();
-        let mut sends = tokio::task::JoinSet::new();
-        for notice in notices {
+        outbox::try_each(notices, |notice| {
             let this = self.clone();
-            sends.spawn(async move { this.deliver(&notice).await });
-        }
-        let mut outcome = Ok(claimed);
-        while let Some(done) = sends.join_next().await {
-            match done {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => outcome = Err(error),
-                Err(panicked) => outcome = Err(crate::error::Error::internal(panicked)),
-            }
-        }
-        outcome
+            async move { this.deliver(&notice).await }
+        })
+        .await
     }
 
     async fn deliver(&self, notice: &PendingLogout) -> Result<()> {
@@ -220,10 +211,7 @@ impl Backchannel {
 
 /// The wait after the `attempts`-th failure.
 fn backoff(attempts: i64) -> Duration {
-    let doublings = attempts.clamp(1, 30) as u32 - 1;
-    FIRST_RETRY
-        .saturating_mul(2_u32.saturating_pow(doublings))
-        .min(RETRY_MAX)
+    outbox::backoff(FIRST_RETRY, RETRY_MAX, attempts)
 }
 
 /// The URI, if this service may POST to it: https, or http to a loopback address (docs/api.md

@@ -23,6 +23,7 @@ mod http;
 mod mail;
 mod metrics;
 mod model;
+mod outbox;
 mod private_files;
 mod server;
 mod services;

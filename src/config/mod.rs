@@ -13,6 +13,7 @@ mod browser;
 mod mail;
 mod return_urls;
 mod source;
+mod tokens;
 mod values;
 mod webauthn;
 
@@ -131,7 +132,7 @@ impl Settings {
         let listen = src.addr("listen", &args.listen, "127.0.0.1:8080")?;
         let database_url = database_url(&src, args)?;
         let master_key = master_key(&src, args, &database_url)?;
-        let (access_token_ttl, refresh_token_ttl) = token_lifetimes(&src, args)?;
+        let (access_token_ttl, refresh_token_ttl) = tokens::token_lifetimes(&src, args)?;
         let sqlite = sqlite_path(database_url.as_str());
         let mail = mail::resolve(&src, args, sqlite.as_deref())?;
         let default_public_url = format!("http://{listen}");
@@ -170,9 +171,9 @@ impl Settings {
             )?,
             rate_limit: src.choice("rate_limit", &args.rate_limit, "on", ("on", "off"))?,
             trusted_proxies,
-            issuer: issuer(&src, args, &public_url)?,
+            issuer: tokens::issuer(&src, args, &public_url)?,
             audience: src.text("audience", &args.audience, "gatehouse-api")?,
-            access_token_alg: access_token_alg(&src, args)?,
+            access_token_alg: tokens::access_token_alg(&src, args)?,
             header_timeout: src.duration("header_timeout", &args.header_timeout, "10s")?,
             body_timeout: src.duration("body_timeout", &args.body_timeout, "10s")?,
             max_connections: src.count("max_connections", &args.max_connections, "1024")?,
@@ -217,14 +218,7 @@ impl Settings {
     /// §11): relying parties compare the ID token's `iss` with the URL they discovered it at, and
     /// an issuer such as the default `gatehouse` cannot be one.
     pub fn provider_issuer(&self) -> Option<&str> {
-        let url = url::Url::parse(&self.issuer).ok()?;
-        let absolute = matches!(url.scheme(), "http" | "https")
-            && url.host().is_some()
-            && url.username().is_empty()
-            && url.password().is_none()
-            && url.query().is_none()
-            && url.fragment().is_none();
-        absolute.then_some(self.issuer.as_str())
+        tokens::is_url_issuer(&self.issuer).then_some(self.issuer.as_str())
     }
 }
 
@@ -267,45 +261,6 @@ fn master_key(
         )),
         None => Ok(None),
     }
-}
-
-/// EdDSA unless resource servers need ES256 or RS256 (JWT libraries without EdDSA: go-oidc, cjose).
-fn access_token_alg(src: &Source, args: &SettingsArgs) -> Result<SigningAlg, SettingsError> {
-    let (setting, value) = src.get("access_token_alg", &args.access_token_alg, "EdDSA");
-    value
-        .parse()
-        .map_err(|e: crate::crypto::UnknownAlg| setting.invalid(&value, &e.to_string()))
-}
-
-/// The `iss` of the tokens: without one, the public URL once that is set (OAuth libraries want a
-/// URL), else `gatehouse` (API.md §4).
-fn issuer(src: &Source, args: &SettingsArgs, public_url: &str) -> Result<String, SettingsError> {
-    match src.pick("issuer", &args.issuer) {
-        Some(issuer) if issuer.trim().is_empty() => {
-            Err(Setting { key: "issuer" }.invalid(&issuer, "must not be empty"))
-        }
-        Some(issuer) => Ok(issuer),
-        None if src.pick("public_url", &args.public_url).is_some() => Ok(public_url.to_owned()),
-        None => Ok("gatehouse".to_owned()),
-    }
-}
-
-/// The access and refresh tokens' lifetimes. A session ends when its refresh token lapses; an
-/// access token outliving it would keep a lapsed session usable.
-fn token_lifetimes(
-    src: &Source,
-    args: &SettingsArgs,
-) -> Result<(Duration, Duration), SettingsError> {
-    let access = src.duration("access_token_ttl", &args.access_token_ttl, "24h")?;
-    let refresh = src.duration("refresh_token_ttl", &args.refresh_token_ttl, "30d")?;
-    if access > refresh {
-        return Err(SettingsError(format!(
-            "GATEHOUSE_ACCESS_TOKEN_TTL ({}s) must not be longer than GATEHOUSE_REFRESH_TOKEN_TTL ({}s)",
-            access.as_secs(),
-            refresh.as_secs()
-        )));
-    }
-    Ok((access, refresh))
 }
 
 fn metrics_listen(src: &Source, args: &SettingsArgs) -> Result<Option<SocketAddr>, SettingsError> {

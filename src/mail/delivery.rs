@@ -13,6 +13,7 @@ use crate::clock::Clock;
 use crate::error::Result;
 use crate::metrics::Metrics;
 use crate::model::mail::PendingMail;
+use crate::outbox;
 use crate::store::Store;
 
 /// How often the outbox is read for mails queued by other instances, or due again.
@@ -71,21 +72,11 @@ impl Delivery {
             .mail_outbox_age(self.store.outbox_oldest().await?.map(|t| now - t));
         let lease_until = now + self.lease.as_millis() as i64;
         let mails = self.store.claim_mails(now, lease_until, BATCH).await?;
-        let claimed = mails.len();
-        let mut sends = tokio::task::JoinSet::new();
-        for mail in mails {
+        outbox::try_each(mails, |mail| {
             let this = self.clone();
-            sends.spawn(async move { this.deliver(&mail).await });
-        }
-        let mut outcome = Ok(claimed);
-        while let Some(done) = sends.join_next().await {
-            match done {
-                Ok(Ok(())) => {}
-                Ok(Err(error)) => outcome = Err(error),
-                Err(panicked) => outcome = Err(crate::error::Error::internal(panicked)),
-            }
-        }
-        outcome
+            async move { this.deliver(&mail).await }
+        })
+        .await
     }
 
     async fn deliver(&self, mail: &PendingMail) -> Result<()> {
@@ -133,9 +124,6 @@ impl Delivery {
 
     /// The wait after the `attempts`-th failure.
     fn backoff(&self, attempts: i64) -> Duration {
-        let doublings = attempts.clamp(1, 30) as u32 - 1;
-        FIRST_RETRY
-            .saturating_mul(2_u32.saturating_pow(doublings))
-            .min(self.retry_max)
+        outbox::backoff(FIRST_RETRY, self.retry_max, attempts)
     }
 }

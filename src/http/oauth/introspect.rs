@@ -5,18 +5,14 @@ use std::net::SocketAddr;
 
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{
-    ClientCredentials, OAuthError, client_credentials, form_parameters, invalid_client,
-    oauth_error, single,
-};
-use crate::error::Error;
+use super::{OAuthError, calling_client, form_parameters, oauth_error, single};
 use crate::http::AppState;
 use crate::http::extract::client_ip;
 
@@ -104,34 +100,8 @@ async fn introspect(
 ) -> Response {
     let ip = client_ip(peer.ip(), &headers, &state.trusted_proxies);
     let form = form_parameters(&headers, &body);
-    // Missing credentials are wrong credentials: checked (and counted) the same way. A public
-    // client naming itself has no secret, and so fails too.
-    let (id, secret) = match client_credentials(&headers, form.as_deref()) {
-        ClientCredentials::Secret { id, secret } => (id, secret),
-        ClientCredentials::None { id } => (id.unwrap_or_default(), String::new()),
-        ClientCredentials::Ambiguous => {
-            return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
-        }
-    };
-    match state
-        .auth
-        .clients
-        .authenticate(&id, &secret, Some(ip))
-        .await
-    {
-        Ok(Some(_)) => {}
-        Ok(None) => return invalid_client(),
-        Err(Error::RateLimited { retry_after }) => {
-            return (
-                StatusCode::TOO_MANY_REQUESTS,
-                [(header::RETRY_AFTER, retry_after.to_string())],
-                axum::Json(OAuthError {
-                    error: "rate_limited",
-                }),
-            )
-                .into_response();
-        }
-        Err(error) => return error.into_response(),
+    if let Err(refused) = calling_client(&state, &headers, form.as_deref(), ip, false).await {
+        return refused.into_plain_response();
     }
     let token = form.as_deref().map(|f| single(f, "token"));
     let Some(Ok(Some(token))) = token else {

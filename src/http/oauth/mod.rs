@@ -3,6 +3,8 @@
 //! `{"error": …}`), not the envelope, so that stock OAuth libraries can call them. Client
 //! authentication is here once for every endpoint that takes it.
 
+use std::net::IpAddr;
+
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
@@ -11,6 +13,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::AppState;
+use crate::error::Error;
+use crate::model::Client;
 
 mod authorize;
 mod discovery;
@@ -51,6 +55,70 @@ pub(crate) fn invalid_client() -> Response {
         }),
     )
         .into_response()
+}
+
+/// Why a client was not accepted at an endpoint that takes client authentication.
+pub(crate) enum ClientRefused {
+    /// Wrong or missing credentials, or a confidential client naming itself without its secret:
+    /// `invalid_client` (with why, for the endpoints that describe their errors).
+    Invalid(&'static str),
+    /// Two methods at once, or a repeated parameter: `invalid_request` (RFC 6749 §2.3).
+    Ambiguous,
+    /// Throttled (too many wrong credentials from the address), or the store failed.
+    Failed(Error),
+}
+
+impl ClientRefused {
+    /// The plain OAuth answer of introspection and revocation: `{"error": …}`, no description.
+    pub(crate) fn into_plain_response(self) -> Response {
+        match self {
+            ClientRefused::Invalid(_) => invalid_client(),
+            ClientRefused::Ambiguous => oauth_error(StatusCode::BAD_REQUEST, "invalid_request"),
+            ClientRefused::Failed(Error::RateLimited { retry_after }) => (
+                StatusCode::TOO_MANY_REQUESTS,
+                [(header::RETRY_AFTER, retry_after.to_string())],
+                axum::Json(OAuthError {
+                    error: "rate_limited",
+                }),
+            )
+                .into_response(),
+            ClientRefused::Failed(error) => error.into_response(),
+        }
+    }
+}
+
+/// The client calling an endpoint that takes client authentication (RFC 6749 §2.3): a
+/// confidential client by its secret, or, where `public_may_call`, a public client naming itself
+/// with `client_id`. Where only confidential clients may call, missing credentials are wrong
+/// credentials: checked (and counted against the address) the same way.
+pub(crate) async fn calling_client(
+    state: &AppState,
+    headers: &HeaderMap,
+    form: Option<&[(String, String)]>,
+    ip: IpAddr,
+    public_may_call: bool,
+) -> Result<Client, ClientRefused> {
+    const WRONG: &str = "the client credentials are wrong";
+    let clients = &state.auth.clients;
+    let (id, secret) = match client_credentials(headers, form) {
+        ClientCredentials::Secret { id, secret } => (id, secret),
+        ClientCredentials::Ambiguous => return Err(ClientRefused::Ambiguous),
+        ClientCredentials::None { id: Some(id) } if public_may_call => {
+            return match clients.find(&id).await.map_err(ClientRefused::Failed)? {
+                Some(client) if client.is_public() => Ok(client),
+                _ => Err(ClientRefused::Invalid("the client must authenticate")),
+            };
+        }
+        ClientCredentials::None { id: None } if public_may_call => {
+            return Err(ClientRefused::Invalid("no client credentials"));
+        }
+        ClientCredentials::None { id } => (id.unwrap_or_default(), String::new()),
+    };
+    clients
+        .authenticate(&id, &secret, Some(ip))
+        .await
+        .map_err(ClientRefused::Failed)?
+        .ok_or(ClientRefused::Invalid(WRONG))
 }
 
 /// A form body's parameters; `None` without a form content type or with a body that is not one.

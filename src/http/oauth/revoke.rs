@@ -10,14 +10,9 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{
-    ClientCredentials, OAuthError, client_credentials, form_parameters, invalid_client,
-    oauth_error, single,
-};
-use crate::error::Error;
+use super::{OAuthError, calling_client, form_parameters, oauth_error, single};
 use crate::http::AppState;
 use crate::http::extract::client_ip;
-use crate::model::{Client, ClientType};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(revoke))
@@ -46,40 +41,9 @@ async fn revoke(
 ) -> Response {
     let ip = client_ip(peer.ip(), &headers, &state.trusted_proxies);
     let form = form_parameters(&headers, &body);
-    let client = match client_credentials(&headers, form.as_deref()) {
-        ClientCredentials::Secret { id, secret } => {
-            state
-                .auth
-                .clients
-                .authenticate(&id, &secret, Some(ip))
-                .await
-        }
-        // A public client names itself; a confidential one must prove it is itself.
-        ClientCredentials::None { id: Some(id) } => state
-            .auth
-            .clients
-            .find(&id)
-            .await
-            .map(|c| c.filter(|c: &Client| c.client_type == ClientType::Public)),
-        ClientCredentials::None { id: None } => Ok(None),
-        ClientCredentials::Ambiguous => {
-            return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
-        }
-    };
-    let client = match client {
-        Ok(Some(client)) => client,
-        Ok(None) => return invalid_client(),
-        Err(Error::RateLimited { retry_after }) => {
-            return (
-                StatusCode::TOO_MANY_REQUESTS,
-                [(header::RETRY_AFTER, retry_after.to_string())],
-                axum::Json(OAuthError {
-                    error: "rate_limited",
-                }),
-            )
-                .into_response();
-        }
-        Err(error) => return error.into_response(),
+    let client = match calling_client(&state, &headers, form.as_deref(), ip, true).await {
+        Ok(client) => client,
+        Err(refused) => return refused.into_plain_response(),
     };
     let token = form.as_deref().map(|f| single(f, "token"));
     let Some(Ok(Some(token))) = token else {

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{ClientCredentials, client_credentials, form_parameters, single};
+use super::{ClientRefused, calling_client, form_parameters, single};
 use crate::auth::oauth::{OAuthFailure, TokenRequest};
 use crate::error::Error;
 use crate::http::AppState;
@@ -150,30 +150,16 @@ async fn token(
         );
     };
     let ip = client_ip(peer.ip(), &headers, &state.trusted_proxies);
-    let clients = &state.auth.clients;
-    let client = match client_credentials(&headers, Some(&form)) {
-        ClientCredentials::Secret { id, secret } => {
-            match clients.authenticate(&id, &secret, Some(ip)).await {
-                Ok(Some(client)) => client,
-                Ok(None) => return refusal("invalid_client", "the client credentials are wrong"),
-                Err(error) => return failed(error),
-            }
-        }
-        // A public client names itself; a confidential one must prove it is itself.
-        ClientCredentials::None { id: Some(id) } => match clients.find(&id).await {
-            Ok(Some(client)) if client.is_public() => client,
-            Ok(_) => return refusal("invalid_client", "the client must authenticate"),
-            Err(error) => return failed(error),
-        },
-        ClientCredentials::None { id: None } => {
-            return refusal("invalid_client", "no client credentials");
-        }
-        ClientCredentials::Ambiguous => {
+    let client = match calling_client(&state, &headers, Some(&form), ip, true).await {
+        Ok(client) => client,
+        Err(ClientRefused::Invalid(why)) => return refusal("invalid_client", why),
+        Err(ClientRefused::Ambiguous) => {
             return refusal(
                 "invalid_request",
                 "the client authenticated by more than one method, or a parameter was repeated",
             );
         }
+        Err(ClientRefused::Failed(error)) => return failed(error),
     };
     let param = |name: &str| single(&form, name).map(|v| v.map(str::to_owned));
     let request = (|| {

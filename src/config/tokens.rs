@@ -1,0 +1,67 @@
+//! The settings of the tokens Gatehouse signs: who issues them (and so whether the OpenID
+//! provider is on), with which algorithm, and how long they live.
+
+use std::time::Duration;
+
+use super::SettingsArgs;
+use super::source::Source;
+use super::values::{Setting, SettingsError};
+use crate::crypto::SigningAlg;
+
+/// Whether `issuer` is an absolute http(s) URL, which the OpenID provider needs (docs/api.md §11).
+pub(super) fn is_url_issuer(issuer: &str) -> bool {
+    url::Url::parse(issuer).is_ok_and(|url| {
+        matches!(url.scheme(), "http" | "https")
+            && url.host().is_some()
+            && url.username().is_empty()
+            && url.password().is_none()
+            && url.query().is_none()
+            && url.fragment().is_none()
+    })
+}
+
+/// EdDSA unless resource servers need ES256 or RS256 (JWT libraries without EdDSA: go-oidc, cjose).
+pub(super) fn access_token_alg(
+    src: &Source,
+    args: &SettingsArgs,
+) -> Result<SigningAlg, SettingsError> {
+    let (setting, value) = src.get("access_token_alg", &args.access_token_alg, "EdDSA");
+    value
+        .parse()
+        .map_err(|e: crate::crypto::UnknownAlg| setting.invalid(&value, &e.to_string()))
+}
+
+/// The `iss` of the tokens: without one, the public URL once that is set (OAuth libraries want a
+/// URL), else `gatehouse` (API.md §4).
+pub(super) fn issuer(
+    src: &Source,
+    args: &SettingsArgs,
+    public_url: &str,
+) -> Result<String, SettingsError> {
+    match src.pick("issuer", &args.issuer) {
+        Some(issuer) if issuer.trim().is_empty() => {
+            Err(Setting { key: "issuer" }.invalid(&issuer, "must not be empty"))
+        }
+        Some(issuer) => Ok(issuer),
+        None if src.pick("public_url", &args.public_url).is_some() => Ok(public_url.to_owned()),
+        None => Ok("gatehouse".to_owned()),
+    }
+}
+
+/// The access and refresh tokens' lifetimes. A session ends when its refresh token lapses; an
+/// access token outliving it would keep a lapsed session usable.
+pub(super) fn token_lifetimes(
+    src: &Source,
+    args: &SettingsArgs,
+) -> Result<(Duration, Duration), SettingsError> {
+    let access = src.duration("access_token_ttl", &args.access_token_ttl, "24h")?;
+    let refresh = src.duration("refresh_token_ttl", &args.refresh_token_ttl, "30d")?;
+    if access > refresh {
+        return Err(SettingsError(format!(
+            "GATEHOUSE_ACCESS_TOKEN_TTL ({}s) must not be longer than GATEHOUSE_REFRESH_TOKEN_TTL ({}s)",
+            access.as_secs(),
+            refresh.as_secs()
+        )));
+    }
+    Ok((access, refresh))
+}
