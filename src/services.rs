@@ -87,7 +87,8 @@ impl Services {
             &settings.audience,
             settings.access_token_ttl,
             settings.access_token_alg,
-        );
+        )
+        .with_resources(&settings.oauth_resources);
         let horizon = settings.access_token_ttl + LEEWAY + REVOCATION_MARGIN;
         let live = Arc::new(
             LiveSessions::load(&store, clock.clone(), horizon)
@@ -123,6 +124,7 @@ impl Services {
                     invite_ttl: settings.mail.invite_token_ttl,
                     require_verified_email: settings.mail.require_verified_email,
                 },
+                client_registration: settings.client_registration,
             },
         );
         let contacts = Contacts::new(store.clone(), secrets, clock.clone());

@@ -38,7 +38,7 @@ function signIn(again) {
   location.replace(to.href);
 }
 
-function ask(consent) {
+function ask(consent, orgId) {
   const text = (name) => query.get(name) || undefined;
   const maxAge = query.get("max_age");
   return gatehouse.request("POST", "/oauth2/authorize", {
@@ -53,6 +53,7 @@ function ask(consent) {
     maxAge: maxAge === null ? undefined : Number(maxAge),
     resource: text("resource"),
     consent,
+    orgId,
   });
 }
 
@@ -84,6 +85,7 @@ async function showConsent(answer) {
       return item;
     }),
   );
+  showOrgs(answer);
   const me = await gatehouse.request("GET", "/auth/me").catch(() => null);
   $("who").textContent = me ? me.email : "you";
   $("working").hidden = true;
@@ -91,8 +93,28 @@ async function showConsent(answer) {
   focus($("consent-title"));
 }
 
+/**
+ * The organisation the client will act in (docs/api.md §13): the client's own when it is bound to
+ * one, else one of the person's, or none (their own data).
+ */
+function showOrgs(answer) {
+  const orgs = answer.organisations ?? [];
+  if (!orgs.length) return;
+  const select = $("org");
+  const options = orgs.map((org) => new Option(`${org.name} (${org.slug})`, org.id));
+  if (!answer.orgFixed) options.unshift(new Option("Only me: my own data", ""));
+  select.replaceChildren(...options);
+  select.value = answer.orgId ?? "";
+  select.disabled = answer.orgFixed;
+  $("org-hint").textContent = answer.orgFixed
+    ? "This application belongs to this organisation."
+    : "The application sees and changes what you share with the organisation you choose.";
+  $("org-choice").hidden = false;
+}
+
 async function decide(consent) {
-  await follow(await ask(consent));
+  const chosen = $("org-choice").hidden ? "" : $("org").value;
+  await follow(await ask(consent, consent && chosen ? chosen : undefined));
 }
 
 async function start() {

@@ -133,6 +133,16 @@ pub enum AuditEvent {
         client: Uuid,
         by: Actor,
     },
+    /// A client registered itself: at `POST /oauth2/register`, or by its metadata document.
+    ClientRegistered {
+        client: Uuid,
+        /// `registered` or `metadata_document`.
+        origin: &'static str,
+    },
+    /// An initial access token for dynamic client registration was made.
+    RegistrationTokenIssued {
+        by: Actor,
+    },
     PasskeyAdded {
         passkey: Uuid,
     },
@@ -233,6 +243,8 @@ impl AuditEvent {
             ClientAdded { .. } => "client.added",
             ClientChanged { .. } => "client.changed",
             ClientRemoved { .. } => "client.removed",
+            ClientRegistered { .. } => "client.registered",
+            RegistrationTokenIssued { .. } => "client.registration_token_issued",
             PasskeyAdded { .. } => "passkey.added",
             PasskeyRemoved { .. } => "passkey.removed",
             PasskeyLogin { .. } => "login.succeeded",
@@ -319,6 +331,8 @@ impl AuditEvent {
             ClientAdded { client, by }
             | ClientChanged { client, by }
             | ClientRemoved { client, by } => format!("client={client} via={}", by.via()),
+            ClientRegistered { client, origin } => format!("client={client} origin={origin}"),
+            RegistrationTokenIssued { by } => format!("via={}", by.via()),
             PasskeyAdded { passkey } | PasskeyRemoved { passkey } => format!("passkey={passkey}"),
             PasskeyLogin { passkey } | PasskeySecondFactor { passkey } => {
                 format!("passkey passkey={passkey}")

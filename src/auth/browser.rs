@@ -115,6 +115,7 @@ impl BrowserSessions {
             // An active organisation is a token's (§13, `POST /auth/org`); a cookie names the
             // session alone, so forward-auth sends an empty `Remote-Org` for it.
             org: None,
+            client: None,
         })
     }
 

@@ -129,6 +129,7 @@ impl Core {
                 refresh: &refresh,
                 auth_epoch: user.auth_epoch,
                 grant: None,
+                org_id: None,
             })
             .await?;
         if !opened {

@@ -2,17 +2,20 @@
 //! forward-auth endpoints ask `identify`, introspection asks `introspect`. Both answer from memory
 //! (verified tokens, revocations, the directory of accounts), so a proxy asking on every request
 //! costs no database round trip, and both see a revocation or a role change within the §2 delay.
+//! A client's token for itself (§12) holds only while its client is registered with the
+//! `client_credentials` grant, as the registry has it (read again within `CLIENT_CACHE_MS`).
 
 use crate::auth::Core;
 use std::sync::Arc;
 
 use uuid::Uuid;
 
+use super::Clients;
 use super::directory::Profile;
 use super::tokens::AccessClaims;
 use crate::error::{Error, Result};
 use crate::model::orgs::ActiveOrg;
-use crate::model::{Identity, is_multi_factor};
+use crate::model::{ClientIdentity, ClientType, GrantType, Holder, Identity, is_multi_factor};
 
 /// The holder's membership of `org` now, as the token's active organisation.
 fn active_in(profile: &Profile, org: Uuid) -> Option<ActiveOrg> {
@@ -22,26 +25,39 @@ fn active_in(profile: &Profile, org: Uuid) -> Option<ActiveOrg> {
     })
 }
 
-/// A live access token's claims with the account as it is now (RFC 7662's answer).
+/// A live access token's claims with its holder as it is now (RFC 7662's answer).
 #[derive(Debug)]
 pub struct Introspection {
     pub claims: AccessClaims,
-    pub identity: Identity,
+    pub holder: Holder,
 }
 
 /// Who holds an access token, for the services Gatehouse guards (forward-auth, introspection).
 #[derive(Clone)]
 pub struct Guard {
     pub(super) core: Arc<Core>,
+    /// The registry, for a client's token for itself.
+    pub(super) clients: Clients,
 }
 
 impl Guard {
     /// The holder of a live access token; `TokenExpired` / `TokenInvalid` as for a bearer call,
     /// and `TokenInvalid` for an account that is gone or disabled.
-    pub async fn identify(&self, access_token: &str) -> Result<Identity> {
+    /// A client's token for itself: `TokenInvalid` once the client is removed or loses the
+    /// `client_credentials` grant.
+    pub async fn identify(&self, access_token: &str) -> Result<Holder> {
         let verified = self.core.tokens.verify_access_cached(access_token)?;
-        if self.core.live.is_revoked(verified.sid) {
+        // A token for another resource server (RFC 8707) is that server's to accept; the services
+        // behind the proxies take tokens for GATEHOUSE_AUDIENCE.
+        if verified.for_resource || self.core.live.is_revoked(verified.sid) {
             return Err(Error::TokenInvalid);
+        }
+        if verified.client_only {
+            let client = self
+                .client_itself(verified.sub, verified.org)
+                .await?
+                .ok_or(Error::TokenInvalid)?;
+            return Ok(Holder::Client(client));
         }
         let profile = self
             .core
@@ -55,7 +71,7 @@ impl Guard {
             Some(org) => Some(active_in(&profile, org).ok_or(Error::TokenInvalid)?),
         };
         self.core.live.used(verified.sid);
-        Ok(Identity {
+        Ok(Holder::Person(Identity {
             user_id: verified.sub,
             session_id: verified.sid,
             email: profile.email.clone(),
@@ -64,7 +80,24 @@ impl Guard {
             roles: profile.roles.clone(),
             multi_factor: verified.multi_factor,
             org,
-        })
+            client: verified.client,
+        }))
+    }
+
+    /// The client `id` holding a token for itself, if it may now: a confidential client still
+    /// registered with the `client_credentials` grant, bound to the organisation the token names
+    /// (or to none, as the token): a client moved to another organisation speaks no more for the
+    /// one its earlier tokens name.
+    async fn client_itself(&self, id: Uuid, org: Option<Uuid>) -> Result<Option<ClientIdentity>> {
+        let client = self.clients.find_id(id).await?.filter(|c| {
+            c.client_type == ClientType::Confidential
+                && c.has_grant(GrantType::ClientCredentials)
+                && c.org_id == org
+        });
+        Ok(client.map(|c| ClientIdentity {
+            client_id: c.id,
+            org_id: org,
+        }))
     }
 
     /// RFC 7662: a live access token's claims and holder, or `None` for anything else (expired,
@@ -77,6 +110,13 @@ impl Guard {
         };
         if self.core.live.is_revoked(claims.sid) {
             return Ok(None);
+        }
+        if claims.client_id.as_deref() == Some(claims.sub.to_string().as_str()) {
+            let client = self.client_itself(claims.sub, claims.org_id).await?;
+            return Ok(client.map(|client| Introspection {
+                claims,
+                holder: Holder::Client(client),
+            }));
         }
         let Some(profile) = self
             .core
@@ -104,7 +144,14 @@ impl Guard {
             roles: profile.roles.clone(),
             multi_factor: is_multi_factor(&claims.amr),
             org,
+            client: claims
+                .client_id
+                .as_deref()
+                .and_then(|c| Uuid::parse_str(c).ok()),
         };
-        Ok(Some(Introspection { claims, identity }))
+        Ok(Some(Introspection {
+            claims,
+            holder: Holder::Person(identity),
+        }))
     }
 }

@@ -51,10 +51,10 @@ pub use self::core::Core;
 pub use account::Accounts;
 pub use admin::Admin;
 pub use browser::BrowserSessions;
-pub use clients::{ClientChanges, Clients, NewClient};
+pub use clients::{ClientChanges, ClientMetadata, Clients, NewClient};
 pub use enrolment::TwoFactor;
 pub use housekeeping::Housekeeping;
-pub use identity::Guard;
+pub use identity::{Guard, Introspection};
 pub use invitation::Invitations;
 pub use login::Login;
 pub use orgs::Orgs;
@@ -88,6 +88,8 @@ pub struct AuthSettings {
     pub reuse_grace: Duration,
     /// Mailed links: their lifetimes, and whether logins need a verified address.
     pub links: LinkSettings,
+    /// Clients that register themselves (docs/api.md §12).
+    pub client_registration: crate::config::ClientRegistration,
 }
 
 pub struct LinkSettings {
@@ -165,7 +167,13 @@ impl AuthService {
             orgs: orgs.clone(),
         };
         let recovery = Recovery::new(core.clone(), rate_limit);
-        let guard = Guard { core: core.clone() };
+        // One registry, so that a client removed or changed here is seen so at once by every
+        // flow of this instance (the token endpoint, introspection, forward-auth).
+        let clients = Clients::new(core.clone());
+        let guard = Guard {
+            core: core.clone(),
+            clients: clients.clone(),
+        };
         AuthService {
             admin: Admin {
                 core: core.clone(),
@@ -182,8 +190,8 @@ impl AuthService {
             },
             two_factor: TwoFactor { core: core.clone() },
             browser: BrowserSessions::new(core.clone()),
-            oauth: oauth::Provider::new(core.clone(), Clients::new(core.clone()), sessions.clone()),
-            clients: Clients::new(core.clone()),
+            oauth: oauth::Provider::new(core.clone(), clients.clone(), sessions.clone()),
+            clients,
             logouts: oauth::logout::Logouts { core: core.clone() },
             housekeeping: Housekeeping { core },
             login,
@@ -261,6 +269,7 @@ mod tests {
                     invite_ttl: Duration::from_secs(3600),
                     require_verified_email: false,
                 },
+                client_registration: Default::default(),
             },
         )
     }

@@ -50,6 +50,9 @@ pub struct Throttle {
     registrations_by_address: Gcra<IpAddr>,
     registrations: Gcra<()>,
     client_failures: Gcra<IpAddr>,
+    client_registrations_by_address: Gcra<IpAddr>,
+    client_registrations: Gcra<()>,
+    document_fetches: Gcra<()>,
 }
 
 /// A slot of an account's allowance, taken before a check; given back when the check passed.
@@ -90,6 +93,9 @@ impl Throttle {
             registrations_by_address: Gcra::new(10, Duration::from_secs(60), MAX_ADDRESSES),
             registrations: Gcra::new(50, Duration::from_millis(200), 1),
             client_failures: Gcra::new(ADDRESS_ATTEMPTS / 2, per_address, MAX_ADDRESSES),
+            client_registrations_by_address: Gcra::new(10, Duration::from_secs(60), MAX_ADDRESSES),
+            client_registrations: Gcra::new(50, Duration::from_millis(500), 1),
+            document_fetches: Gcra::new(100, Duration::from_millis(200), 1),
         }
     }
 
@@ -132,6 +138,30 @@ impl Throttle {
             self.registrations_by_address.take(address_key(ip), now)?;
         }
         self.registrations.take((), now)
+    }
+
+    /// Counts a client's registration at `POST /oauth2/register` from `ip` (a burst of 10, then
+    /// one a minute per address; 50, then two a second, for the instance): an open endpoint that
+    /// writes a row per call is a target for filling the database.
+    pub fn client_registration_from(&self, ip: Option<IpAddr>) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let now = self.clock.now_ms();
+        if let Some(ip) = ip {
+            self.client_registrations_by_address
+                .take(address_key(ip), now)?;
+        }
+        self.client_registrations.take((), now)
+    }
+
+    /// Counts a fetch of a client metadata document (a burst of 100, then five a second for the
+    /// instance): anyone can name a URL, and each costs an outbound request.
+    pub fn document_fetch(&self) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        self.document_fetches.take((), self.clock.now_ms())
     }
 
     /// Runs `check` (a password or code check for the account `email_normalized`) within the

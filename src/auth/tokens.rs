@@ -109,8 +109,13 @@ pub struct Verified {
     pub org: Option<Uuid>,
     /// A client's token for itself (`client_credentials`: `sub` is the client, not a person).
     pub client_only: bool,
+    /// The client the token was issued to (`client_id`); `None` for the person's own sign-in.
+    pub client: Option<Uuid>,
     /// Its `scope` claim's business-API scopes; `None` without the claim (not limited).
     pub scopes: Option<ApiScopes>,
+    /// Its `aud` is one of `GATEHOUSE_OAUTH_RESOURCES` rather than `GATEHOUSE_AUDIENCE`: a token
+    /// for another resource server (RFC 8707), which forward-auth does not pass.
+    pub for_resource: bool,
     /// The key set it was verified with: once the set changes (a key retired for good, or
     /// revoked), the token is verified again.
     generation: u64,
@@ -130,6 +135,8 @@ pub struct Tokens {
     verified: RwLock<HashMap<[u8; 32], Verified>>,
     issuer: String,
     audience: String,
+    /// The RFC 8707 resources beside `audience` (`GATEHOUSE_OAUTH_RESOURCES`).
+    resources: Vec<String>,
     access_ttl: i64,
     /// What access and refresh tokens are signed with (`GATEHOUSE_ACCESS_TOKEN_ALG`).
     access_alg: SigningAlg,
@@ -176,8 +183,28 @@ impl Tokens {
             clock,
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
+            resources: Vec::new(),
             access_ttl: access_ttl.as_secs() as i64,
         }
+    }
+
+    /// These tokens also go to the resource servers `resources` (RFC 8707): access tokens whose
+    /// `aud` names one of them verify too.
+    pub fn with_resources(mut self, resources: &[String]) -> Self {
+        let mut audiences = vec![self.audience.as_str()];
+        audiences.extend(resources.iter().map(String::as_str));
+        for v in &mut self.access_validation {
+            v.set_audience(&audiences);
+        }
+        self.resources = resources.to_vec();
+        self
+    }
+
+    /// Whether a client may ask for a token with `aud` = `resource` (RFC 8707): the one
+    /// audience of Gatehouse's tokens, or a resource server of `GATEHOUSE_OAUTH_RESOURCES`.
+    /// Compared exactly, as resource indicators are.
+    pub fn issues_for(&self, resource: &str) -> bool {
+        resource == self.audience || self.resources.iter().any(|r| r == resource)
     }
 
     pub fn access_ttl_seconds(&self) -> i64 {
@@ -293,7 +320,12 @@ impl Tokens {
             multi_factor: is_multi_factor(&claims.amr),
             org: claims.org_id,
             client_only: claims.client_id.as_deref() == Some(claims.sub.to_string().as_str()),
+            client: claims
+                .client_id
+                .as_deref()
+                .and_then(|c| Uuid::parse_str(c).ok()),
             scopes: claims.scope.as_deref().map(ApiScopes::parse),
+            for_resource: claims.aud != self.audience,
             generation,
         };
         let mut cache = self.verified.write().unwrap_or_else(|e| e.into_inner());

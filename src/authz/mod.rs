@@ -14,7 +14,7 @@ use authority::authority_host;
 use path::NormalPath;
 use rules::{AccessRules, Policy, Target};
 
-use crate::model::Identity;
+use crate::model::{Holder, Identity};
 
 /// What the proxy's headers said of the original request.
 #[derive(Debug, Clone)]
@@ -143,10 +143,24 @@ impl Gate {
 }
 
 impl Policy {
-    /// Whether the holder of a live session meets the policy.
-    pub fn admits(&self, who: &Identity) -> bool {
+    /// Whether the holder of a live token or session meets the policy. A client's token for
+    /// itself (docs/api.md §12) is authenticated, and meets `clients` when it names the client;
+    /// every policy about a person (a second factor, a verified address, roles) refuses it, as
+    /// it has none of them.
+    pub fn admits(&self, holder: &Holder) -> bool {
+        match (self, holder) {
+            (Policy::Deny, _) => false,
+            (Policy::Authenticated, _) => true,
+            (Policy::Clients(ids), Holder::Client(client)) => ids.contains(&client.client_id),
+            (Policy::Clients(_), Holder::Person(_)) => false,
+            (_, Holder::Client(_)) => false,
+            (person_policy, Holder::Person(who)) => person_policy.admits_person(who),
+        }
+    }
+
+    fn admits_person(&self, who: &Identity) -> bool {
         match self {
-            Policy::Deny => false,
+            Policy::Deny | Policy::Clients(_) => false,
             Policy::Authenticated => true,
             Policy::TwoFactor => who.multi_factor,
             Policy::VerifiedEmail => who.email_verified,
@@ -178,7 +192,7 @@ mod tests {
         )
     }
 
-    fn who(roles: &[&str], multi_factor: bool) -> Identity {
+    fn person(roles: &[&str], multi_factor: bool) -> Identity {
         Identity {
             user_id: uuid::Uuid::nil(),
             session_id: uuid::Uuid::nil(),
@@ -188,7 +202,12 @@ mod tests {
             roles: roles.iter().map(|r| r.to_string()).collect(),
             multi_factor,
             org: None,
+            client: None,
         }
+    }
+
+    fn who(roles: &[&str], multi_factor: bool) -> Holder {
+        Holder::Person(person(roles, multi_factor))
     }
 
     #[test]
@@ -199,15 +218,53 @@ mod tests {
         .unwrap();
         let gate = Gate::new(rules, false);
         let policy = gate.policy_for(&Described::original(Some("GET"), Some("https://h/sales")));
-        let mut holder = who(&["sales"], true);
-        assert!(!policy.admits(&holder), "account roles are not org roles");
+        let mut holder = person(&["sales"], true);
+        assert!(
+            !policy.admits(&Holder::Person(holder.clone())),
+            "account roles are not org roles"
+        );
         holder.org = Some(crate::model::orgs::ActiveOrg {
             id: uuid::Uuid::nil(),
             roles: vec!["member".into(), "sales".into()],
         });
-        assert!(policy.admits(&holder));
+        assert!(policy.admits(&Holder::Person(holder.clone())));
         holder.org.as_mut().unwrap().roles = vec!["member".into()];
-        assert!(!policy.admits(&holder));
+        assert!(!policy.admits(&Holder::Person(holder)));
+    }
+
+    /// A client's token for itself is no person: only `authenticated` and a `clients` rule that
+    /// names it let it in.
+    #[test]
+    fn a_client_for_itself_meets_only_authenticated_and_its_clients_rule() {
+        let reports = uuid::Uuid::now_v7();
+        let other = uuid::Uuid::now_v7();
+        let client = |id| {
+            Holder::Client(crate::model::ClientIdentity {
+                client_id: id,
+                org_id: Some(uuid::Uuid::nil()),
+            })
+        };
+        let rules = AccessRules::parse(&format!(
+            "[[rule]]\npaths = [\"/export\"]\npolicy = \"clients\"\nclients = [\"{reports}\"]\n\
+             [[rule]]\npaths = [\"/2fa\"]\npolicy = \"two_factor\"\n\
+             [[rule]]\npaths = [\"/verified\"]\npolicy = \"verified_email\"\n\
+             [[rule]]\npaths = [\"/admin\"]\npolicy = \"roles\"\nroles = [\"admin\"]\n\
+             [[rule]]\npaths = [\"/sales\"]\npolicy = \"org_roles\"\norg_roles = [\"member\"]\n\
+             [[rule]]\npaths = [\"/no\"]\npolicy = \"deny\""
+        ))
+        .unwrap();
+        let gate = Gate::new(rules, false);
+        let at =
+            |path: &str| gate.policy_for(&Described::forwarded(Some("GET"), Some("h"), Some(path)));
+        assert!(at("/export").admits(&client(reports)));
+        assert!(!at("/export").admits(&client(other)));
+        let mut given_to_reports = person(&["admin"], true);
+        given_to_reports.client = Some(reports);
+        assert!(!at("/export").admits(&Holder::Person(given_to_reports)));
+        assert!(at("/open").admits(&client(other)));
+        for path in ["/2fa", "/verified", "/admin", "/sales", "/no"] {
+            assert!(!at(path).admits(&client(reports)), "{path}");
+        }
     }
 
     #[test]
@@ -231,9 +288,9 @@ mod tests {
         );
         let policy = verified.policy_for(&Described::forwarded(Some("GET"), Some("h"), Some("/")));
         assert!(!policy.admits(&who(&["admin"], true)));
-        let mut proven = who(&[], false);
+        let mut proven = person(&[], false);
         proven.email_verified = true;
-        assert!(policy.admits(&proven));
+        assert!(policy.admits(&Holder::Person(proven)));
     }
 
     #[test]

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use serde::Deserialize;
+use uuid::Uuid;
 
 use super::path::{NormalPath, PathPattern};
 use crate::domain::Role;
@@ -26,6 +27,10 @@ pub enum Policy {
     /// A live session whose token names an active organisation in which its holder has any of
     /// these roles now (docs/api.md §13).
     OrgRoles(Vec<Role>),
+    /// A token one of these clients holds for itself (`client_credentials`, docs/api.md §12),
+    /// the client still registered with that grant. Never a person's token, not even one given
+    /// to a listed client: that one speaks for the person.
+    Clients(Vec<Uuid>),
 }
 
 /// The original request, as the proxy described it.
@@ -72,6 +77,7 @@ struct RawRule {
     policy: String,
     roles: Option<Vec<String>>,
     org_roles: Option<Vec<String>>,
+    clients: Option<Vec<String>>,
 }
 
 impl AccessRules {
@@ -148,6 +154,26 @@ impl Rule {
         let parse = |roles: Vec<String>| -> Result<Vec<Role>, String> {
             roles.iter().map(|r| Role::parse(r)).collect()
         };
+        let clients = non_empty("clients", raw.clients)?;
+        if raw.policy != "clients" && clients.is_some() {
+            return Err("clients are given only with policy = \"clients\"".into());
+        }
+        if raw.policy == "clients" {
+            let clients = clients.ok_or("policy \"clients\" needs a list of clients")?;
+            if roles.is_some() || org_roles.is_some() {
+                return Err("roles are given only with policy = \"roles\"".into());
+            }
+            let ids = clients
+                .iter()
+                .map(|c| Uuid::parse_str(c).map_err(|_| format!("{c:?} is not a client id")))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(Rule {
+                hosts,
+                paths,
+                methods,
+                policy: Policy::Clients(ids),
+            });
+        }
         if raw.policy != "org_roles" && org_roles.is_some() {
             return Err("org_roles are given only with policy = \"org_roles\"".into());
         }
@@ -173,7 +199,7 @@ impl Rule {
             ("verified_email", None) => Policy::VerifiedEmail,
             (other, None) => {
                 return Err(format!(
-                    "unknown policy {other:?} (deny, authenticated, two_factor, verified_email, roles or org_roles)"
+                    "unknown policy {other:?} (deny, authenticated, two_factor, verified_email, roles, org_roles or clients)"
                 ));
             }
         };
@@ -381,6 +407,22 @@ mod tests {
             (
                 "[[rule]]\npolicy = \"org_roles\"\norg_roles = [\"A B\"]",
                 "rule 1: \"A B\" is not a role name",
+            ),
+            (
+                "[[rule]]\npolicy = \"clients\"",
+                "rule 1: policy \"clients\" needs",
+            ),
+            (
+                "[[rule]]\npolicy = \"authenticated\"\nclients = [\"0190a000-0000-7000-8000-000000000000\"]",
+                "rule 1: clients are given only",
+            ),
+            (
+                "[[rule]]\npolicy = \"clients\"\nclients = [\"reports\"]",
+                "rule 1: \"reports\" is not a client id",
+            ),
+            (
+                "[[rule]]\npolicy = \"clients\"\nclients = []",
+                "rule 1: clients is empty",
             ),
             (
                 "[[rule]]\npolicy = \"deny\"\npaths = [\"/a**\"]",

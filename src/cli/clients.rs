@@ -24,6 +24,16 @@ pub enum ClientsCommand {
     },
     /// Remove a client: its calls are refused within a second
     Remove { id: String },
+    /// Print an initial access token for POST /oauth2/register (GATEHOUSE_OAUTH_REGISTRATION=token):
+    /// it registers one client; shown only this once
+    RegistrationToken {
+        /// How long it may be used, e.g. 1h, 7d (at most 30d) [default: 24h]
+        #[arg(long, value_name = "D")]
+        ttl: Option<String>,
+        /// Print {"token", "expiresAt"}
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// `gatehouse clients add` (docs/api.md §11).
@@ -58,6 +68,10 @@ pub struct ClientAdd {
     /// How its ID tokens are signed: RS256 (default), ES256 or EdDSA
     #[arg(long, value_name = "A")]
     id_token_alg: Option<String>,
+    /// Bind the client to an organisation (its id): its client-credentials tokens carry it as
+    /// org_id, and people authorizing it act in it
+    #[arg(long, value_name = "ORG_ID")]
+    org: Option<uuid::Uuid>,
     /// Print {"clientId", "clientSecret"} (clientSecret null for a public client)
     #[arg(long)]
     json: bool,
@@ -88,6 +102,7 @@ impl ClientAdd {
             }),
             backchannel_logout_uri: self.backchannel_logout_uri,
             id_token_alg: self.id_token_alg,
+            org_id: self.org,
         }
     }
 }
@@ -103,6 +118,7 @@ fn flag(field: &str) -> &str {
         "scopes" => "--scope",
         "backchannelLogoutUri" => "--backchannel-logout-uri",
         "idTokenSignedResponseAlg" => "--id-token-alg",
+        "orgId" => "--org",
         other => other,
     }
 }
@@ -149,7 +165,7 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
                 for c in &clients {
                     let grants: Vec<&str> = c.grant_types.iter().map(|g| g.as_str()).collect();
                     println!(
-                        "{}  {}  {:<12}  {}  grants={}  scopes={}  redirect_uris={}{}",
+                        "{}  {}  {:<12}  {}  grants={}  scopes={}  redirect_uris={}{}{}",
                         c.id,
                         rfc3339(c.created_at),
                         c.client_type.as_str(),
@@ -158,6 +174,10 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
                         c.scopes.join(","),
                         c.redirect_uris.join(","),
                         if c.first_party { "  first-party" } else { "" },
+                        match c.origin.as_str() {
+                            "operator" => String::new(),
+                            origin => format!("  origin={origin}"),
+                        },
                     );
                 }
             }
@@ -175,6 +195,33 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
                 }
             }
             eprintln!("gatehouse: removed client {id}");
+        }
+        ClientsCommand::RegistrationToken { ttl, json } => {
+            let ttl_ms = match ttl.as_deref().map(humantime::parse_duration) {
+                None => None,
+                Some(Ok(d)) => Some(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+                Some(Err(_)) => anyhow::bail!("--ttl: not a duration (e.g. 1h, 7d)"),
+            };
+            let issued = registry
+                .registration_token(Operator::Cli, ttl_ms)
+                .await
+                .map_err(|e| match e {
+                    Error::Validation(_) => anyhow::anyhow!("--ttl: must be from 1s to 30d"),
+                    other => other.into(),
+                })?;
+            let expires_at = rfc3339(issued.expires_at);
+            if json {
+                println!(
+                    "{}",
+                    json!({ "token": issued.token, "expiresAt": expires_at })
+                );
+            } else {
+                println!("{}", issued.token);
+                eprintln!(
+                    "gatehouse: it registers one client until {expires_at}; it is stored hashed \
+                     and cannot be shown again"
+                );
+            }
         }
     }
     Ok(())
@@ -195,5 +242,11 @@ fn view(c: &Client) -> serde_json::Value {
         "backchannelLogoutUri": c.backchannel_logout_uri,
         "idTokenSignedResponseAlg": c.id_token_alg.as_str(),
         "createdAt": rfc3339(c.created_at),
+        "orgId": c.org_id,
+        "origin": c.origin.as_str(),
+        "metadataUrl": match &c.origin {
+            crate::model::ClientOrigin::MetadataDocument { url, .. } => Some(url.as_str()),
+            _ => None,
+        },
     })
 }

@@ -52,6 +52,10 @@ pub struct SettingsArgs {
     /// `aud` of access tokens [default: gatehouse-api]
     #[arg(long, env = "GATEHOUSE_AUDIENCE")]
     pub audience: Option<String>,
+    /// Resource servers (RFC 8707) whose tokens clients may ask for, beside GATEHOUSE_AUDIENCE:
+    /// absolute URLs, comma-separated, e.g. an MCP server's [default: none]
+    #[arg(long, env = "GATEHOUSE_OAUTH_RESOURCES", value_name = "URLS")]
+    pub oauth_resources: Option<String>,
     /// What access and refresh tokens are signed with: EdDSA, ES256 or RS256 [default: EdDSA]
     #[arg(long, env = "GATEHOUSE_ACCESS_TOKEN_ALG", value_name = "ALG")]
     pub access_token_alg: Option<String>,
@@ -173,6 +177,29 @@ pub struct SettingsArgs {
     /// system's (smtp+starttls:// and smtps:// only) [default: none]
     #[arg(long, env = "GATEHOUSE_SMTP_CA_FILE", value_name = "FILE")]
     pub smtp_ca_file: Option<String>,
+    /// Dynamic client registration at /oauth2/register: off, token (an initial access token) or
+    /// open [default: off]
+    #[arg(
+        long,
+        env = "GATEHOUSE_OAUTH_REGISTRATION",
+        value_name = "off|token|open"
+    )]
+    pub oauth_registration: Option<String>,
+    /// `on`: an https client_id is fetched as a client ID metadata document [default: off]
+    #[arg(
+        long,
+        env = "GATEHOUSE_OAUTH_CLIENT_METADATA_DOCUMENTS",
+        value_name = "on|off"
+    )]
+    pub oauth_client_metadata_documents: Option<String>,
+    /// For tests only: metadata documents may also be fetched over http from loopback addresses
+    /// [default: off]
+    #[arg(
+        long,
+        env = "GATEHOUSE_OAUTH_CLIENT_METADATA_INSECURE_LOOPBACK",
+        value_name = "on|off"
+    )]
+    pub oauth_client_metadata_insecure_loopback: Option<String>,
 }
 
 /// The settings every command reads: where the data is and how to log. The others are the

@@ -11,6 +11,7 @@ use ipnet::IpNet;
 mod args;
 mod browser;
 mod mail;
+mod oauth;
 mod return_urls;
 mod source;
 mod tokens;
@@ -21,6 +22,7 @@ pub use crate::crypto::MasterKey;
 pub use args::{COMMON_SETTINGS, SettingsArgs};
 pub use browser::{BrowserSettings, host_under};
 pub use mail::{MailDelivery, MailSettings};
+pub use oauth::{ClientRegistration, RegistrationMode};
 pub use return_urls::ReturnUrls;
 use source::Source;
 pub use values::{DatabaseUrl, LogFormat, SettingsError, redact_url, sqlite_path};
@@ -46,6 +48,9 @@ pub struct Settings {
     pub trusted_proxies: Vec<IpNet>,
     pub issuer: String,
     pub audience: String,
+    /// The RFC 8707 resources beside `audience` that the provider issues tokens for
+    /// (`GATEHOUSE_OAUTH_RESOURCES`), each exactly as written.
+    pub oauth_resources: Vec<String>,
     /// What access and refresh tokens are signed with (`GATEHOUSE_ACCESS_TOKEN_ALG`).
     pub access_token_alg: SigningAlg,
     pub header_timeout: Duration,
@@ -74,6 +79,8 @@ pub struct Settings {
     pub mail: MailSettings,
     /// The session cookie and CORS (docs/api.md §6b).
     pub browser: BrowserSettings,
+    /// Clients that register themselves (docs/api.md §12).
+    pub client_registration: ClientRegistration,
 }
 
 pub(crate) const FILE_KEYS: &[&str] = &[
@@ -89,6 +96,7 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "trusted_proxies",
     "issuer",
     "audience",
+    "oauth_resources",
     "access_token_alg",
     "header_timeout",
     "body_timeout",
@@ -123,6 +131,9 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "invite_token_ttl",
     "require_verified_email",
     "smtp_ca_file",
+    "oauth_registration",
+    "oauth_client_metadata_documents",
+    "oauth_client_metadata_insecure_loopback",
 ];
 
 impl Settings {
@@ -150,6 +161,9 @@ impl Settings {
         let trusted_proxies = parse_cidrs(&s, &v)?;
         let untrusted = &args.untrusted_forward_auth;
         let per_client = &args.max_connections_per_client;
+        let issuer = tokens::issuer(&src, args, &public_url)?;
+        let audience = src.text("audience", &args.audience, "gatehouse-api")?;
+        let oauth_resources = tokens::oauth_resources(&src, args, &issuer, &audience)?;
 
         Ok(Settings {
             listen,
@@ -171,8 +185,9 @@ impl Settings {
             )?,
             rate_limit: src.choice("rate_limit", &args.rate_limit, "on", ("on", "off"))?,
             trusted_proxies,
-            issuer: tokens::issuer(&src, args, &public_url)?,
-            audience: src.text("audience", &args.audience, "gatehouse-api")?,
+            issuer,
+            audience,
+            oauth_resources,
             access_token_alg: tokens::access_token_alg(&src, args)?,
             header_timeout: src.duration("header_timeout", &args.header_timeout, "10s")?,
             body_timeout: src.duration("body_timeout", &args.body_timeout, "10s")?,
@@ -206,6 +221,7 @@ impl Settings {
             allowed_return_urls,
             mail,
             browser,
+            client_registration: oauth::resolve(&src, args)?,
         })
     }
 

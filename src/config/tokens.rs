@@ -65,3 +65,87 @@ pub(super) fn token_lifetimes(
     }
     Ok((access, refresh))
 }
+
+/// `GATEHOUSE_OAUTH_RESOURCES`: the resource servers (RFC 8707) a client may ask tokens for,
+/// beside `GATEHOUSE_AUDIENCE`. Each is kept exactly as written, because resource indicators are
+/// compared as strings (MCP clients send their server's metadata `resource` verbatim, and
+/// `https://mcp.example` and `https://mcp.example/` are two indicators).
+pub(super) fn oauth_resources(
+    src: &Source,
+    args: &SettingsArgs,
+    issuer: &str,
+    audience: &str,
+) -> Result<Vec<String>, SettingsError> {
+    let (setting, value) = src.get("oauth_resources", &args.oauth_resources, "");
+    let mut resources: Vec<String> = Vec::new();
+    for resource in value.split(',').map(str::trim).filter(|r| !r.is_empty()) {
+        // RFC 8707 §2: an absolute URI without a fragment; a query or credentials have no place
+        // in the name of a service either.
+        let plain = url::Url::parse(resource).is_ok_and(|url| {
+            matches!(url.scheme(), "http" | "https")
+                && url.host().is_some()
+                && url.username().is_empty()
+                && url.password().is_none()
+                && url.query().is_none()
+                && url.fragment().is_none()
+        });
+        if !plain {
+            return Err(setting.invalid(
+                resource,
+                "is not an absolute http(s) URL without query or fragment",
+            ));
+        }
+        // A refresh token's `aud` is the issuer: were it also an access token's audience, only
+        // `typ` would keep the two apart.
+        if resource == issuer {
+            return Err(setting.invalid(resource, "must not be the issuer (GATEHOUSE_ISSUER)"));
+        }
+        if resource != audience && !resources.iter().any(|r| r == resource) {
+            resources.push(resource.to_owned());
+        }
+    }
+    Ok(resources)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn resources(value: &str) -> Result<Vec<String>, SettingsError> {
+        let args = SettingsArgs {
+            oauth_resources: Some(value.to_owned()),
+            ..SettingsArgs::default()
+        };
+        oauth_resources(
+            &Source::empty(),
+            &args,
+            "https://login.example.com",
+            "gatehouse-api",
+        )
+    }
+
+    #[test]
+    fn resources_are_urls_kept_as_written() {
+        assert_eq!(resources("").unwrap(), Vec::<String>::new());
+        assert_eq!(
+            resources(
+                " https://mcp.example.com/mcp , http://127.0.0.1:9000,https://mcp.example.com/mcp"
+            )
+            .unwrap(),
+            ["https://mcp.example.com/mcp", "http://127.0.0.1:9000"]
+        );
+        for bad in [
+            "mcp.example.com",
+            "urn:example:api",
+            "https://mcp.example.com/#f",
+            "https://mcp.example.com/?tenant=1",
+            "https://u:p@mcp.example.com/",
+            "ftp://mcp.example.com/",
+            "https://login.example.com",
+            "gatehouse-api",
+        ] {
+            let err = resources(bad).unwrap_err().to_string();
+            assert!(err.contains("GATEHOUSE_OAUTH_RESOURCES"), "{err}");
+        }
+    }
+}

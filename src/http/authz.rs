@@ -28,7 +28,7 @@ use super::navigation::{forwarded_url, is_navigation, sign_in_url, single};
 use crate::authz::Described;
 use crate::authz::rules::Policy;
 use crate::error::Error;
-use crate::model::Identity;
+use crate::model::{Holder, Identity};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -63,7 +63,10 @@ enum Decisions {
 /// 200 with `Remote-User` (user id), `Remote-Email`, `Remote-Email-Verified` (`true` or
 /// `false`), `Remote-Name`, `Remote-Groups` (current roles, comma-separated) and
 /// `Remote-Session`, `Remote-Org` (the token's active organisation, empty without one) and
-/// `Remote-Org-Roles` (the holder's roles in it now, comma-separated); 401 for no, a bad, an
+/// `Remote-Org-Roles` (the holder's roles in it now, comma-separated), `Remote-Client` (the
+/// client the token was issued to; empty for the person's own sign-in). A client's token for
+/// itself (`client_credentials`): `Remote-User` and `Remote-Client` = the client id, `Remote-Org`
+/// its organisation if bound to one, the others empty. 401 for no, a bad, an
 /// expired or a revoked token or session cookie; 403 when an access rule denies. A browser's
 /// navigation (GET or HEAD preferring `text/html`) without a valid token or cookie, or whose
 /// cookie session lacks the second factor a `two_factor` rule asks for, gets 302 to
@@ -169,19 +172,19 @@ async fn decide(
             r#"Bearer error="invalid_request", error_description="more than one Authorization header""#,
         );
     }
-    let (identity, by_cookie) = if let Some(token) = bearer_token(headers) {
+    let (holder, by_cookie) = if let Some(token) = bearer_token(headers) {
         match state.auth.guard.identify(token).await {
-            Ok(identity) => (identity, false),
+            Ok(holder) => (holder, false),
             Err(error) => return refused(error),
         }
     } else {
         match cookie_identity(state, headers).await {
-            Ok(Some(identity)) => (identity, true),
+            Ok(Some(identity)) => (Holder::Person(identity), true),
             Ok(None) => return sign_in(state, asked, false),
             Err(unavailable) => return unavailable,
         }
     };
-    if !policy.admits(&identity) {
+    if !policy.admits(&holder) {
         // A browser whose session lacks the second factor may sign in again with it.
         if by_cookie
             && *policy == Policy::TwoFactor
@@ -191,7 +194,7 @@ async fn decide(
         }
         return forbidden();
     }
-    allowed(&identity)
+    allowed(&holder)
 }
 
 fn log_denied(described: &Described, peer: SocketAddr, state: &AppState) {
@@ -312,23 +315,54 @@ fn header_text(text: &str) -> HeaderValue {
     HeaderValue::from_str(&encoded).unwrap_or(HeaderValue::from_static(""))
 }
 
-fn allowed(who: &Identity) -> Response {
+/// Every header is always sent, empty where it does not apply, so that every proxy replaces
+/// (nginx: drops) whatever a client sent under these names.
+fn allowed(holder: &Holder) -> Response {
     let mut response = StatusCode::OK.into_response();
     let headers = response.headers_mut();
-    headers.insert("remote-user", header_text(&who.user_id.to_string()));
-    headers.insert("remote-email", header_text(&who.email));
-    let verified = if who.email_verified { "true" } else { "false" };
-    headers.insert("remote-email-verified", HeaderValue::from_static(verified));
-    headers.insert("remote-name", header_text(&who.full_name));
-    headers.insert("remote-groups", header_text(&who.roles.join(",")));
-    headers.insert("remote-session", header_text(&who.session_id.to_string()));
-    // The active organisation (docs/api.md §13): empty without one, as `Remote-Groups` is without
-    // roles, so that every proxy replaces (nginx: drops) what a client sent under these names.
-    let (org, org_roles) = match &who.org {
-        Some(org) => (org.id.to_string(), org.roles.join(",")),
-        None => (String::new(), String::new()),
-    };
-    headers.insert("remote-org", header_text(&org));
-    headers.insert("remote-org-roles", header_text(&org_roles));
+    headers.insert("remote-user", header_text(&holder.subject().to_string()));
+    // The client the token was issued to (docs/api.md §12): the client itself for its own token,
+    // the client acting for the person for a token the person gave it; empty for the person's
+    // own sign-in and a session cookie.
+    let client = holder.client().map(|c| c.to_string()).unwrap_or_default();
+    headers.insert("remote-client", header_text(&client));
+    // The personal API key a token is (docs/api.md §12); none of these is one. Sent empty all
+    // the same: Caddy's `copy_headers` passes a header the answer lacks on as its placeholder
+    // text (`{http.reverse_proxy.header.Remote-Key}`).
+    headers.insert("remote-key", HeaderValue::from_static(""));
+    let empty = || HeaderValue::from_static("");
+    match holder {
+        Holder::Person(who) => {
+            headers.insert("remote-email", header_text(&who.email));
+            let verified = if who.email_verified { "true" } else { "false" };
+            headers.insert("remote-email-verified", HeaderValue::from_static(verified));
+            headers.insert("remote-name", header_text(&who.full_name));
+            headers.insert("remote-groups", header_text(&who.roles.join(",")));
+            headers.insert("remote-session", header_text(&who.session_id.to_string()));
+            // The active organisation (docs/api.md §13): empty without one.
+            let (org, org_roles) = match &who.org {
+                Some(org) => (org.id.to_string(), org.roles.join(",")),
+                None => (String::new(), String::new()),
+            };
+            headers.insert("remote-org", header_text(&org));
+            headers.insert("remote-org-roles", header_text(&org_roles));
+        }
+        // A client for itself is no person: no address, name, roles or session. An organisation
+        // when the client is bound to one, in which it has no roles.
+        Holder::Client(client) => {
+            for name in [
+                "remote-email",
+                "remote-email-verified",
+                "remote-name",
+                "remote-groups",
+                "remote-session",
+                "remote-org-roles",
+            ] {
+                headers.insert(name, empty());
+            }
+            let org = client.org_id.map(|o| o.to_string()).unwrap_or_default();
+            headers.insert("remote-org", header_text(&org));
+        }
+    }
     response
 }

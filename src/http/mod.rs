@@ -37,6 +37,7 @@ mod navigation;
 mod oauth;
 mod orgs;
 mod pages;
+mod resource;
 
 pub use metrics::metrics_router;
 
@@ -57,6 +58,8 @@ pub struct AppState {
     /// Where users reach the service, for absolute URLs (RFC 8414 metadata).
     public_url: Arc<str>,
     issuer: Arc<str>,
+    /// `GATEHOUSE_AUDIENCE`: what the business API's resource identifier stands for (RFC 8707).
+    audience: Arc<str>,
     /// The issuer when the OpenID provider is on (`Settings::provider_issuer`).
     provider_issuer: Option<Arc<str>>,
     /// The pages' templates and what they show of the settings.
@@ -78,6 +81,7 @@ impl AppState {
             )),
             public_url: settings.public_url.as_str().into(),
             issuer: settings.issuer.as_str().into(),
+            audience: settings.audience.as_str().into(),
             provider_issuer: settings.provider_issuer().map(Arc::from),
             pages: Arc::new(pages::Pages::new(settings)?),
             browser: Arc::new(settings.browser.clone()),
@@ -139,6 +143,7 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .merge(authz::router())
         .merge(oauth::router())
         .merge(meta::router())
+        .merge(resource::router())
         .split_for_parts()
 }
 
@@ -175,6 +180,10 @@ pub fn router(state: AppState) -> Router {
         .merge(pages::router())
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { error::RequestError::MethodNotAllowed })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            resource::announce_metadata,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             extract::read_whole_body,

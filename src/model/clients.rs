@@ -74,6 +74,28 @@ impl fmt::Display for GrantType {
     }
 }
 
+/// How a client came to be registered (docs/api.md §12).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientOrigin {
+    /// By an operator: `gatehouse clients add` or the admin API.
+    Operator,
+    /// By itself, at `POST /oauth2/register` (RFC 7591).
+    Registered,
+    /// By the document it serves at `url`, which is its `client_id`; believed until
+    /// `fresh_until` (ms), then fetched again.
+    MetadataDocument { url: String, fresh_until: i64 },
+}
+
+impl ClientOrigin {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ClientOrigin::Operator => "operator",
+            ClientOrigin::Registered => "registered",
+            ClientOrigin::MetadataDocument { .. } => "metadata_document",
+        }
+    }
+}
+
 /// A registered client. Built only by the registry (`auth::Clients`), which checks every field;
 /// the store reads back what it wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,11 +118,24 @@ pub struct Client {
     /// How its ID tokens (and logout tokens) are signed.
     pub id_token_alg: SigningAlg,
     pub created_at: i64,
+    /// The organisation the client belongs to (docs/api.md §13): its client-credentials tokens
+    /// name it, and people authorizing it act in it. Set at registration, never changed.
+    pub org_id: Option<Uuid>,
     /// Last change (ms); every instance reads a client again within `CLIENT_CACHE_MS`.
     pub updated_at: i64,
+    pub origin: ClientOrigin,
 }
 
 impl Client {
+    /// The `client_id` the client knows itself by: its document's URL for a metadata-document
+    /// client (ID tokens' `aud` must be it), else its id.
+    pub fn client_id(&self) -> String {
+        match &self.origin {
+            ClientOrigin::MetadataDocument { url, .. } => url.clone(),
+            _ => self.id.to_string(),
+        }
+    }
+
     /// Whether `uri` is one of the client's redirect URIs: exactly (RFC 9700 §4.1.3), or a
     /// registered loopback `http://127.0.0.1` / `http://[::1]` URI on another port (RFC 8252 §7.3).
     pub fn allows_redirect(&self, uri: &str) -> bool {

@@ -4,6 +4,7 @@
 
 pub mod clients;
 pub mod contacts;
+pub mod holder;
 pub mod logouts;
 pub mod mail;
 pub mod oauth;
@@ -13,7 +14,8 @@ pub mod redirect;
 pub mod sessions;
 pub mod users;
 
-pub use clients::{Client, ClientType, GrantType};
+pub use clients::{Client, ClientOrigin, ClientType, GrantType};
+pub use holder::{ClientIdentity, Holder};
 pub use sessions::{
     ApiScopes, ClientGrant, ClientInfo, CookieSession, EndReason, Factor, Identity, LoginOutcome,
     LogoutScope, Principal, RefreshRecord, Session, SessionInfo, TokenSet, is_multi_factor,

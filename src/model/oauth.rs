@@ -21,6 +21,16 @@ pub struct AuthorizationCode {
     /// When the person authenticated (ms).
     pub auth_time: i64,
     pub expires_at: i64,
+    /// The organisation the authorization acts in (docs/api.md §13), if any.
+    pub org_id: Option<Uuid>,
+}
+
+/// What a person allowed a third-party client: the scopes, and the organisation they chose (a
+/// remembered consent authorizes in it again).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Consent {
+    pub scopes: Vec<String>,
+    pub org_id: Option<Uuid>,
 }
 
 /// What the single use of a code found.

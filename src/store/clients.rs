@@ -6,7 +6,7 @@ use uuid::Uuid;
 use super::{Store, on_pool, on_write_pool};
 use crate::crypto::SigningAlg;
 use crate::error::{Error, Result};
-use crate::model::{Client, ClientType, GrantType};
+use crate::model::{Client, ClientOrigin, ClientType, GrantType};
 
 #[derive(sqlx::FromRow)]
 struct ClientRow {
@@ -23,11 +23,16 @@ struct ClientRow {
     backchannel_logout_uri: Option<String>,
     id_token_alg: String,
     updated_at: i64,
+    org_id: Option<Uuid>,
+    origin: String,
+    metadata_url: Option<String>,
+    metadata_fresh_until: Option<i64>,
 }
 
 const COLUMNS: &str = "id, name, secret_hash, created_at, client_type, first_party, redirect_uris, \
                        post_logout_redirect_uris, grant_types, scopes, backchannel_logout_uri, \
-                       id_token_alg, updated_at";
+                       id_token_alg, updated_at, org_id, origin, metadata_url, \
+                       metadata_fresh_until";
 
 fn words(list: &str) -> impl Iterator<Item = &str> {
     list.split(' ').filter(|w| !w.is_empty())
@@ -49,6 +54,15 @@ impl TryFrom<ClientRow> for Client {
             .ok_or_else(|| broken("grant_types"))?;
         let id_token_alg: SigningAlg =
             r.id_token_alg.parse().map_err(|_| broken("id_token_alg"))?;
+        let origin = match (r.origin.as_str(), r.metadata_url) {
+            ("operator", None) => ClientOrigin::Operator,
+            ("registered", None) => ClientOrigin::Registered,
+            ("metadata_document", Some(url)) => ClientOrigin::MetadataDocument {
+                url,
+                fresh_until: r.metadata_fresh_until.unwrap_or(0),
+            },
+            _ => return Err(broken("origin")),
+        };
         Ok(Client {
             id: r.id,
             client_type,
@@ -65,6 +79,8 @@ impl TryFrom<ClientRow> for Client {
             backchannel_logout_uri: r.backchannel_logout_uri,
             created_at: r.created_at,
             updated_at: r.updated_at,
+            org_id: r.org_id,
+            origin,
         })
     }
 }
@@ -74,11 +90,60 @@ fn grants(client: &Client) -> String {
     names.join(" ")
 }
 
+fn metadata(client: &Client) -> (Option<&str>, Option<i64>) {
+    match &client.origin {
+        ClientOrigin::MetadataDocument { url, fresh_until } => (Some(url), Some(*fresh_until)),
+        _ => (None, None),
+    }
+}
+
 impl Store {
     pub async fn insert_client(&self, client: &Client) -> Result<()> {
         let sql = format!(
             "INSERT INTO api_clients ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
+        );
+        let (metadata_url, fresh_until) = metadata(client);
+        on_write_pool!(self, |pool| sqlx::query(&sql)
+            .bind(client.id)
+            .bind(&client.name)
+            .bind(&client.secret_hash)
+            .bind(client.created_at)
+            .bind(client.client_type.as_str())
+            .bind(client.first_party)
+            .bind(client.redirect_uris.join(" "))
+            .bind(client.post_logout_redirect_uris.join(" "))
+            .bind(grants(client))
+            .bind(client.scopes.join(" "))
+            .bind(&client.backchannel_logout_uri)
+            .bind(client.id_token_alg.as_str())
+            .bind(client.updated_at)
+            .bind(client.org_id)
+            .bind(client.origin.as_str())
+            .bind(metadata_url)
+            .bind(fresh_until)
+            .execute(pool)
+            .await
+            .map(|_| ()))
+    }
+
+    /// Writes a metadata-document client as its document now says, keeping the row (and so the
+    /// id, consents and sessions) of an earlier fetch of the same URL; returns the row as stored.
+    /// Two instances fetching at once both succeed: the later write wins.
+    pub async fn put_metadata_client(&self, client: &Client) -> Result<Client> {
+        let (Some(url), Some(fresh_until)) = metadata(client) else {
+            return Err(Error::internal(anyhow::anyhow!(
+                "put_metadata_client given a client without a document"
+            )));
+        };
+        let sql = format!(
+            "INSERT INTO api_clients ({COLUMNS}) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
+             ON CONFLICT (metadata_url) DO UPDATE SET name = excluded.name, \
+             redirect_uris = excluded.redirect_uris, \
+             post_logout_redirect_uris = excluded.post_logout_redirect_uris, \
+             scopes = excluded.scopes, metadata_fresh_until = excluded.metadata_fresh_until, \
+             updated_at = excluded.updated_at"
         );
         on_write_pool!(self, |pool| sqlx::query(&sql)
             .bind(client.id)
@@ -94,9 +159,26 @@ impl Store {
             .bind(&client.backchannel_logout_uri)
             .bind(client.id_token_alg.as_str())
             .bind(client.updated_at)
+            .bind(client.org_id)
+            .bind(client.origin.as_str())
+            .bind(url)
+            .bind(fresh_until)
             .execute(pool)
             .await
-            .map(|_| ()))
+            .map(|_| ()))?;
+        self.client_by_metadata_url(url)
+            .await?
+            .ok_or_else(|| Error::internal(anyhow::anyhow!("metadata client vanished")))
+    }
+
+    /// The client whose document is at `url`, as last fetched (fresh or not).
+    pub async fn client_by_metadata_url(&self, url: &str) -> Result<Option<Client>> {
+        let sql = format!("SELECT {COLUMNS} FROM api_clients WHERE metadata_url = $1");
+        let row: Option<ClientRow> = on_pool!(self, |pool| sqlx::query_as(&sql)
+            .bind(url)
+            .fetch_optional(pool)
+            .await)?;
+        row.map(Client::try_from).transpose()
     }
 
     /// Writes every field but the id, type, secret and creation time; false if there was no such
@@ -136,6 +218,16 @@ impl Store {
         let rows: Vec<ClientRow> =
             on_pool!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await)?;
         rows.into_iter().map(Client::try_from).collect()
+    }
+
+    /// The clients bound to an organisation.
+    pub async fn clients_of_org(&self, org: Uuid) -> Result<Vec<Uuid>> {
+        on_pool!(self, |pool| sqlx::query_scalar(
+            "SELECT id FROM api_clients WHERE org_id = $1"
+        )
+        .bind(org)
+        .fetch_all(pool)
+        .await)
     }
 
     /// False if there was no such client.

@@ -34,6 +34,7 @@ pub mod passkeys;
 mod plans;
 mod pool;
 pub mod purge;
+pub mod registration_tokens;
 pub mod sessions;
 pub mod throttles;
 pub mod users;

@@ -5,7 +5,7 @@ use uuid::Uuid;
 
 use super::{Store, on_pool, on_write_pool};
 use crate::error::Result;
-use crate::model::oauth::{AuthorizationCode, Redemption};
+use crate::model::oauth::{AuthorizationCode, Consent, Redemption};
 
 #[derive(sqlx::FromRow)]
 struct CodeRow {
@@ -20,6 +20,7 @@ struct CodeRow {
     amr: String,
     auth_time: i64,
     expires_at: i64,
+    org_id: Option<Uuid>,
 }
 
 impl From<CodeRow> for AuthorizationCode {
@@ -37,6 +38,7 @@ impl From<CodeRow> for AuthorizationCode {
             amr: words(&r.amr),
             auth_time: r.auth_time,
             expires_at: r.expires_at,
+            org_id: r.org_id,
         }
     }
 }
@@ -46,13 +48,13 @@ impl From<CodeRow> for AuthorizationCode {
 const REDEEM: &str = "UPDATE oauth_codes SET used_at = $2, session_id = $3 \
      WHERE code_hash = $1 AND used_at IS NULL AND expires_at > $2 \
      RETURNING client_id, user_id, parent_id, redirect_uri, code_challenge, scope, nonce, \
-     audience, amr, auth_time, expires_at";
+     audience, amr, auth_time, expires_at, org_id";
 
 impl Store {
     pub async fn insert_code(&self, hash: &[u8; 32], code: &AuthorizationCode) -> Result<()> {
         let sql = "INSERT INTO oauth_codes (code_hash, client_id, user_id, parent_id, redirect_uri, \
-                   code_challenge, scope, nonce, audience, amr, auth_time, expires_at) \
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)";
+                   code_challenge, scope, nonce, audience, amr, auth_time, expires_at, org_id) \
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(&hash[..])
             .bind(code.client_id)
@@ -66,6 +68,7 @@ impl Store {
             .bind(code.amr.join(" "))
             .bind(code.auth_time)
             .bind(code.expires_at)
+            .bind(code.org_id)
             .execute(pool)
             .await
             .map(|_| ()))
@@ -104,35 +107,40 @@ impl Store {
         })
     }
 
-    /// The scopes `user` allowed `client`, if any.
-    pub async fn consent(&self, user: Uuid, client: Uuid) -> Result<Option<Vec<String>>> {
-        let scopes: Option<String> = on_pool!(self, |pool| sqlx::query_scalar(
-            "SELECT scopes FROM oauth_consents WHERE user_id = $1 AND client_id = $2"
+    /// What `user` allowed `client`, if anything.
+    pub async fn consent(&self, user: Uuid, client: Uuid) -> Result<Option<Consent>> {
+        let row: Option<(String, Option<Uuid>)> = on_pool!(self, |pool| sqlx::query_as(
+            "SELECT scopes, org_id FROM oauth_consents WHERE user_id = $1 AND client_id = $2"
         )
         .bind(user)
         .bind(client)
         .fetch_optional(pool)
         .await)?;
-        Ok(scopes.map(|s| s.split_whitespace().map(str::to_owned).collect()))
+        Ok(row.map(|(scopes, org_id)| Consent {
+            scopes: scopes.split_whitespace().map(str::to_owned).collect(),
+            org_id,
+        }))
     }
 
-    /// Records that `user` allowed `client` the `scopes` (all of them: those allowed before and
-    /// the new ones).
+    /// Records that `user` allowed `client` the consent's scopes (all of them: those allowed
+    /// before and the new ones), in its organisation.
     pub async fn put_consent(
         &self,
         user: Uuid,
         client: Uuid,
-        scopes: &[String],
+        consent: &Consent,
         now: i64,
     ) -> Result<()> {
-        let sql = "INSERT INTO oauth_consents (user_id, client_id, scopes, granted_at) \
-                   VALUES ($1, $2, $3, $4) ON CONFLICT (user_id, client_id) \
-                   DO UPDATE SET scopes = excluded.scopes, granted_at = excluded.granted_at";
+        let sql = "INSERT INTO oauth_consents (user_id, client_id, scopes, granted_at, org_id) \
+                   VALUES ($1, $2, $3, $4, $5) ON CONFLICT (user_id, client_id) \
+                   DO UPDATE SET scopes = excluded.scopes, granted_at = excluded.granted_at, \
+                   org_id = excluded.org_id";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(user)
             .bind(client)
-            .bind(scopes.join(" "))
+            .bind(consent.scopes.join(" "))
             .bind(now)
+            .bind(consent.org_id)
             .execute(pool)
             .await
             .map(|_| ()))

@@ -208,6 +208,9 @@ pub struct NewSession<'a> {
     pub auth_epoch: i64,
     /// What a client is given, for a session begun by an authorization (docs/api.md §11).
     pub grant: Option<&'a ClientGrant>,
+    /// The active organisation it begins with: only an authorization's, chosen by the person on
+    /// the consent page (docs/api.md §13); a login never picks one.
+    pub org_id: Option<Uuid>,
 }
 
 /// Revokes every active session of `$user` but `$keep` inside the open transaction `$tx`, and
@@ -256,8 +259,8 @@ impl Store {
         };
         let insert_session = format!(
             "INSERT INTO sessions (id, user_id, amr, ip, user_agent, created_at, last_used_at, \
-             expires_at, client_id, scope, parent_id, auth_time, audience) \
-             SELECT $1, id, $3, $4, $5, $6, $6, $7, $9, $10, $11, $12, $13 FROM users \
+             expires_at, client_id, scope, parent_id, auth_time, audience, org_id) \
+             SELECT $1, id, $3, $4, $5, $6, $6, $7, $9, $10, $11, $12, $13, $14 FROM users \
              WHERE id = $2 AND disabled = FALSE AND auth_epoch = $8{lock}"
         );
         let amr = s.amr.join(" ");
@@ -279,6 +282,7 @@ impl Store {
                 .bind(grant.and_then(|g| g.parent_id))
                 .bind(grant.map(|g| g.auth_time))
                 .bind(grant.and_then(|g| g.audience.as_deref()))
+                .bind(s.org_id)
                 .execute(&mut *tx)
                 .await?
                 .rows_affected();

@@ -544,17 +544,19 @@ async fn the_docs_page_works_under_its_csp(backend: Backend) {
 
 /// The OpenID provider's authorization page (docs/api.md §11), at desktop and phone width: sign in
 /// for the client, consent with its name and the scopes in words, back to the redirect URI with a
-/// code; a first-party client skips consent.
+/// code; a first-party client skips consent. A member of an organisation finds it chosen on the
+/// consent screen and the client's token names it (docs/api.md §13).
 async fn the_authorization_page_signs_in_asks_consent_and_returns_a_code(backend: Backend) {
     if !browser_ready() {
         return;
     }
     let site = site(backend, SettingsArgs::default()).await;
     let client =
-        |name: &str, flags: &[&str]| crate::oauth_helpers::add_client(&site.app, name, flags).id;
+        |name: &str, flags: &[&str]| crate::oauth_helpers::add_client(&site.app, name, flags);
     let third = client("Acme Reports", &[]);
-    let first = client("Team Dashboard", &["--first-party"]);
-    site.app.create_user("ada@example.com", PASSWORD).await;
+    let first = client("Team Dashboard", &["--first-party"]).id;
+    let (ada, _) = site.app.logged_in_user("ada@example.com").await;
+    let org = crate::orgs::create_org(&site.app, &ada, "acme").await;
     site.app.create_user("bo@example.com", PASSWORD).await;
     scenario(
         &site,
@@ -562,8 +564,10 @@ async fn the_authorization_page_signs_in_asks_consent_and_returns_a_code(backend
         "ada@example.com",
         &[
             ("GATEHOUSE_EMAIL_PHONE", "bo@example.com".to_owned()),
-            ("GATEHOUSE_CLIENT_THIRD", third),
+            ("GATEHOUSE_CLIENT_THIRD", third.id),
+            ("GATEHOUSE_CLIENT_THIRD_SECRET", third.secret.unwrap()),
             ("GATEHOUSE_CLIENT_FIRST", first),
+            ("GATEHOUSE_ORG_ID", org),
         ],
     )
     .await;

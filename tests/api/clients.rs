@@ -119,6 +119,9 @@ async fn the_cli_adds_a_client_with_every_flag_and_lists_it(backend: Backend) {
             "backchannelLogoutUri": "https://app.example.com/backchannel",
             "idTokenSignedResponseAlg": "ES256",
             "createdAt": mobile["createdAt"],
+            "orgId": null,
+            "origin": "operator",
+            "metadataUrl": null,
         })
     );
     // The defaults of §11.

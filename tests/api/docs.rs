@@ -46,6 +46,7 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("get", "/readyz", false),
     ("post", "/oauth2/introspect", false),
     ("get", "/.well-known/oauth-authorization-server", false),
+    ("get", "/.well-known/oauth-protected-resource", false),
     ("get", "/.well-known/openid-configuration", false),
     ("post", "/api/v1/auth/passkeys/register/start", true),
     ("post", "/api/v1/auth/passkeys/register/finish", true),
@@ -104,6 +105,8 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("delete", "/api/v1/admin/clients/{clientId}", true),
     ("post", "/api/v1/oauth2/authorize", true),
     ("post", "/oauth2/token", false),
+    ("post", "/oauth2/register", false),
+    ("post", "/api/v1/admin/clients/registration-tokens", true),
     ("get", "/oauth2/userinfo", true),
     ("post", "/oauth2/userinfo", true),
     ("get", "/api/v1/auth/consents", true),
@@ -126,6 +129,7 @@ const NOT_ENVELOPED: &[&str] = &[
     "/oauth2/userinfo",
     "/oauth2/revoke",
     "/oauth2/end-session",
+    "/oauth2/register",
 ];
 
 fn all_calls() -> Vec<(&'static str, &'static str, bool)> {

@@ -201,3 +201,17 @@ pub async fn verified(app: &TestApp, jwt: &str, audience: &str) -> Value {
         .expect("the signature and claims verify")
         .claims
 }
+
+/// `challenge` with the `resource_metadata` parameter every bearer challenge of the `/api/v1/…`
+/// calls carries while the provider is on (RFC 9728 §5.1, docs/api.md §12).
+pub async fn with_resource_metadata(app: &TestApp, challenge: &str) -> String {
+    let metadata = app.get_json("/.well-known/oauth-protected-resource").await;
+    let url = format!(
+        "{}/.well-known/oauth-protected-resource",
+        metadata["resource"].as_str().unwrap()
+    );
+    match challenge {
+        "Bearer" => format!(r#"Bearer resource_metadata="{url}""#),
+        _ => format!(r#"{challenge}, resource_metadata="{url}""#),
+    }
+}

@@ -9,7 +9,9 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{Backend, TestApp, both_backends, claims};
-use crate::oauth_helpers::{Client, add_client, code, exchange, provider_app};
+use crate::oauth_helpers::{
+    Client, add_client, code, exchange, provider_app, with_resource_metadata,
+};
 use crate::oauth_logout::{DELIVERY, Receiver, check_logout_token_from};
 
 both_backends!(
@@ -148,7 +150,14 @@ async fn client_tokens_reach_contacts_only_with_their_scope(backend: Backend) {
     refused.error(403, "INSUFFICIENT_SCOPE");
     assert_eq!(
         refused.header("www-authenticate"),
-        Some(r#"Bearer error="insufficient_scope", scope="contacts:write""#)
+        Some(
+            with_resource_metadata(
+                &app,
+                r#"Bearer error="insufficient_scope", scope="contacts:write""#
+            )
+            .await
+            .as_str()
+        )
     );
 
     let made = app
@@ -164,7 +173,14 @@ async fn client_tokens_reach_contacts_only_with_their_scope(backend: Backend) {
     refused.error(403, "INSUFFICIENT_SCOPE");
     assert_eq!(
         refused.header("www-authenticate"),
-        Some(r#"Bearer error="insufficient_scope", scope="contacts:read""#)
+        Some(
+            with_resource_metadata(
+                &app,
+                r#"Bearer error="insufficient_scope", scope="contacts:read""#
+            )
+            .await
+            .as_str()
+        )
     );
     let one = format!("/api/v1/crm/contacts/{id}");
     app.get(&one, &writer)
@@ -195,7 +211,11 @@ async fn client_tokens_reach_contacts_only_with_their_scope(backend: Backend) {
         refused.error(403, "INSUFFICIENT_SCOPE");
         assert_eq!(
             refused.header("www-authenticate"),
-            Some(r#"Bearer error="insufficient_scope""#),
+            Some(
+                with_resource_metadata(&app, r#"Bearer error="insufficient_scope""#)
+                    .await
+                    .as_str()
+            ),
             "{method} {path}"
         );
     }

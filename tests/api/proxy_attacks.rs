@@ -85,6 +85,11 @@ const FORGED: &[&str] = &[
     "Remote-Org-Roles: owner",
     "Remote_Org_Roles: owner",
     "remote-org_roles: owner",
+    "Remote-Client: 0190a000-0000-7000-8000-000000000001",
+    "Remote_Client: 0190a000-0000-7000-8000-000000000001",
+    "REMOTE-CLIENT: 0190a000-0000-7000-8000-000000000001",
+    "Remote-Key: 0190a000-0000-7000-8000-000000000002",
+    "remote_key: 0190a000-0000-7000-8000-000000000002",
 ];
 
 /// The caller's own headers that some frameworks read as the request's path, method or host
@@ -175,8 +180,14 @@ async fn passes_on_only_what_gatehouse_judged(kind: Kind, backend: Backend) {
             "{what}"
         );
         let mut remote = upstream.last().remote;
-        // Empty (or, with nginx, dropped): no roles, no active organisation.
-        for empty in ["remote-groups", "remote-org", "remote-org-roles"] {
+        // Empty (or, with nginx, dropped): no roles, no active organisation, no client, no key.
+        for empty in [
+            "remote-groups",
+            "remote-org",
+            "remote-org-roles",
+            "remote-client",
+            "remote-key",
+        ] {
             let values = remote.remove(empty).unwrap_or_default();
             assert!(
                 values.iter().all(String::is_empty),

@@ -16,6 +16,7 @@ use gatehouse::config::SettingsArgs;
 use crate::helpers::{Backend, Http, TestApp, free_port, spawn_app_with};
 
 mod apache;
+mod mcp;
 mod openid_client;
 mod rust_crate;
 
@@ -29,6 +30,11 @@ pub(crate) struct Provider {
 /// The provider at `http://HOST:PORT`, listening on 127.0.0.1 (HOST is `127.0.0.1` or
 /// `localhost`: what a relying party on this machine can resolve).
 pub(crate) async fn provider(backend: Backend, host: &str) -> Provider {
+    provider_with(backend, host, SettingsArgs::default()).await
+}
+
+/// `provider` over the settings `args`.
+pub(crate) async fn provider_with(backend: Backend, host: &str, args: SettingsArgs) -> Provider {
     let port = free_port();
     let issuer = format!("http://{host}:{port}");
     let app = spawn_app_with(
@@ -36,7 +42,7 @@ pub(crate) async fn provider(backend: Backend, host: &str) -> Provider {
         SettingsArgs {
             listen: Some(format!("127.0.0.1:{port}")),
             public_url: Some(issuer.clone()),
-            ..SettingsArgs::default()
+            ..args
         },
     )
     .await;

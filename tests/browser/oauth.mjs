@@ -1,7 +1,9 @@
 // The OpenID provider's authorization page (docs/api.md §11) in a browser, at desktop and phone
 // width: a relying party sends the browser to /oauth2/authorize, the person signs in ("Sign in to
 // continue to <client>"), allows the client the scopes shown in words, and lands on the redirect
-// URI with a code; a first-party client then gets its code without a question.
+// URI with a code; a first-party client then gets its code without a question. A person with an
+// organisation finds it chosen on the consent screen ("On behalf of", docs/api.md §13), and the
+// client's token names it; one without sees no such choice.
 import { createHash, randomBytes } from "node:crypto";
 
 import { BASE, assert, assertNoPageErrors, expectText, newPage, required, run } from "./common.mjs";
@@ -9,12 +11,16 @@ import { BASE, assert, assertNoPageErrors, expectText, newPage, required, run } 
 const password = required("GATEHOUSE_PASSWORD");
 const third = required("GATEHOUSE_CLIENT_THIRD");
 const first = required("GATEHOUSE_CLIENT_FIRST");
+const thirdSecret = required("GATEHOUSE_CLIENT_THIRD_SECRET");
+const orgId = required("GATEHOUSE_ORG_ID");
 const REDIRECT = "https://app.example.test/callback";
 
 const b64url = (bytes) => Buffer.from(bytes).toString("base64url");
 
+let verifier;
+
 function authorizeUrl(client, scope, state, loginHint) {
-  const verifier = b64url(randomBytes(32));
+  verifier = b64url(randomBytes(32));
   const challenge = b64url(createHash("sha256").update(verifier).digest());
   const url = new URL("/oauth2/authorize", BASE);
   for (const [k, v] of Object.entries({
@@ -44,7 +50,27 @@ async function noSideways(page, label) {
   assert(fits, `${label}: the page fits its width`);
 }
 
-async function scenario(browser, viewport, email) {
+/** The code exchanged as the third-party client does: the access token's claims. */
+async function exchanged(code) {
+  const answer = await fetch(new URL("/oauth2/token", BASE), {
+    method: "POST",
+    headers: {
+      "content-type": "application/x-www-form-urlencoded",
+      authorization: `Basic ${Buffer.from(`${third}:${thirdSecret}`).toString("base64")}`,
+    },
+    body: new URLSearchParams({
+      grant_type: "authorization_code",
+      code,
+      redirect_uri: REDIRECT,
+      code_verifier: verifier,
+    }),
+  });
+  const tokens = await answer.json();
+  assert(answer.ok, `the code exchanged: ${JSON.stringify(tokens)}`);
+  return JSON.parse(Buffer.from(tokens.access_token.split(".")[1], "base64url").toString());
+}
+
+async function scenario(browser, viewport, email, member) {
   const context = await browser.newContext({ viewport });
   // The relying party's callback, answered here: only where the browser lands matters.
   await context.route(`${REDIRECT}**`, (route) =>
@@ -71,12 +97,26 @@ async function scenario(browser, viewport, email) {
     `scopes in words: ${scopes}`,
   );
   await expectText(page, email, "#who");
+  // The organisation the client acts in: the person's only one, chosen already; none is offered.
+  const choice = page.getByLabel("On behalf of");
+  if (member) {
+    const offered = await choice.locator("option").allInnerTexts();
+    assert(
+      JSON.stringify(offered) === JSON.stringify(["Only me: my own data", "Org acme (acme)"]),
+      `organisations offered: ${offered}`,
+    );
+    assert((await choice.inputValue()) === orgId, "the only organisation is chosen");
+  } else {
+    assert(await page.locator("#org-choice").isHidden(), "no organisation to choose");
+  }
   await noSideways(page, `consent at ${viewport.width}`);
   await page.getByRole("button", { name: "Allow" }).click();
   const query = await landed(page);
   assert(query.get("code")?.length >= 22, `a code: ${query}`);
   assert(query.get("state") === "s-third", `state: ${query}`);
   assert(query.get("iss"), `iss: ${query}`);
+  const claims = await exchanged(query.get("code"));
+  assert(claims.org_id === (member ? orgId : undefined), `org_id: ${claims.org_id}`);
 
   // Signed in now: a first-party client asks nothing.
   await page.goto(authorizeUrl(first, "openid", "s-first"));
@@ -87,6 +127,6 @@ async function scenario(browser, viewport, email) {
 }
 
 await run("oauth", async (browser) => {
-  await scenario(browser, { width: 1280, height: 900 }, required("GATEHOUSE_EMAIL"));
-  await scenario(browser, { width: 390, height: 844 }, required("GATEHOUSE_EMAIL_PHONE"));
+  await scenario(browser, { width: 1280, height: 900 }, required("GATEHOUSE_EMAIL"), true);
+  await scenario(browser, { width: 390, height: 844 }, required("GATEHOUSE_EMAIL_PHONE"), false);
 });

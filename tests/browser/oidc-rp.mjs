@@ -186,6 +186,13 @@ for (const c of CLIENTS) {
     // docs/api.md §6: a token issued to an OAuth client is introspected with its client_id.
     const live = await oidc.tokenIntrospection(basic, refreshed.access_token);
     assert(live.active === true && live.sub === USER_ID && live.client_id === c.clientId, JSON.stringify(live));
+    // docs/api.md §12: the client's token for itself is the client's, and no person's.
+    const itself = await oidc.tokenIntrospection(basic, cc.access_token);
+    assert(
+      itself.active === true && itself.sub === c.clientId && itself.client_id === c.clientId &&
+        itself.scope === "contacts:read" && itself.username === undefined && itself.sid === undefined,
+      `client token introspected: ${JSON.stringify(itself)}`,
+    );
     step("tokenIntrospection");
   }
 

@@ -10,7 +10,7 @@ use uuid::Uuid;
 
 use super::audit::Actor;
 use crate::error::{Conflict, Error, OwnAction, Result};
-use crate::model::{ClientInfo, Principal};
+use crate::model::{ClientInfo, Holder, Principal};
 
 pub mod actions;
 mod listing;
@@ -79,7 +79,9 @@ impl Admin {
     pub async fn admin_caller(&self, access_token: &str) -> Result<Principal> {
         // A client's token (forward-auth accepts it) never administers, whoever gave it.
         self.sessions.authenticate_person(access_token).await?;
-        let identity = self.guard.identify(access_token).await?;
+        let Holder::Person(identity) = self.guard.identify(access_token).await? else {
+            return Err(Error::ClientToken);
+        };
         if !identity.roles.iter().any(|r| r == ADMIN_ROLE) {
             return Err(Error::Forbidden);
         }

@@ -15,10 +15,15 @@ use super::admin::Operator;
 use super::audit::{AdminRead, AuditEvent};
 use crate::crypto::random_token;
 use crate::error::{Error, Result};
-use crate::model::{Client, ClientType};
+use crate::fetch::Fetcher;
+use crate::model::{Client, ClientOrigin, ClientType};
 
+mod documents;
+mod metadata;
+mod registration;
 mod spec;
 
+pub use metadata::ClientMetadata;
 pub use spec::{ClientChanges, NewClient};
 
 /// How long a client read from the database is believed without reading it again: a guarded
@@ -62,13 +67,19 @@ impl KnownClients {
 pub struct Clients {
     pub(super) core: Arc<Core>,
     known: Arc<KnownClients>,
+    /// Fetches client metadata documents (`crate::fetch`: the SSRF rules).
+    fetcher: Arc<Fetcher>,
 }
 
 impl Clients {
     pub(super) fn new(core: Arc<Core>) -> Clients {
+        let fetcher = Arc::new(Fetcher::new(
+            core.settings.client_registration.insecure_loopback,
+        ));
         Clients {
             core,
             known: Arc::default(),
+            fetcher,
         }
     }
 
@@ -80,9 +91,35 @@ impl Clients {
         new: NewClient,
     ) -> Result<(Client, Option<String>)> {
         let asked_grants = new.grant_types.is_some();
+        let org_id = new.org_id;
         let checked = new.check(asked_grants)?;
-        let id = Uuid::now_v7();
+        if let Some(org) = org_id {
+            if self.core.store.org(org).await?.is_none() {
+                return Err(Error::field("orgId", "is not an organisation"));
+            }
+        }
         let now = self.core.clock.now_ms();
+        let (client, secret) = self
+            .insert_checked(Uuid::now_v7(), checked, org_id, ClientOrigin::Operator, now)
+            .await?;
+        let id = client.id;
+        let event = AuditEvent::ClientAdded {
+            client: id,
+            by: op.actor(),
+        };
+        self.core.audit_by(op, event, None).await;
+        Ok((client, secret))
+    }
+
+    /// Writes a checked client, with a secret when it is confidential.
+    pub(super) async fn insert_checked(
+        &self,
+        id: Uuid,
+        checked: spec::Checked,
+        org_id: Option<Uuid>,
+        origin: ClientOrigin,
+        now: i64,
+    ) -> Result<(Client, Option<String>)> {
         let secret = (checked.client_type == ClientType::Confidential).then(random_token);
         let secret_hash = secret.as_deref().map_or_else(Vec::new, |s| {
             self.core
@@ -103,14 +140,11 @@ impl Clients {
             backchannel_logout_uri: checked.backchannel_logout_uri,
             id_token_alg: checked.id_token_alg,
             created_at: now,
+            org_id,
             updated_at: now,
+            origin,
         };
         self.core.store.insert_client(&client).await?;
-        let event = AuditEvent::ClientAdded {
-            client: id,
-            by: op.actor(),
-        };
-        self.core.audit_by(op, event, None).await;
         Ok((client, secret))
     }
 
@@ -188,11 +222,33 @@ impl Clients {
     }
 
     /// The client of a `client_id` as the OAuth endpoints receive it, read at most
-    /// `CLIENT_CACHE_MS` ago; `None` for an unknown id or one that is not a UUID.
+    /// `CLIENT_CACHE_MS` ago; `None` for an unknown id, or a refused metadata document.
     pub async fn find(&self, client_id: &str) -> Result<Option<Client>> {
+        Ok(self.resolve(client_id).await?.ok())
+    }
+
+    /// The client of a `client_id`: a registered client's id, or (with metadata documents on) the
+    /// URL of its document, fetched if not fresh. `Err` (inside) says why there is none.
+    pub async fn resolve(&self, client_id: &str) -> Result<std::result::Result<Client, String>> {
+        if self.names_document(client_id) {
+            return self.document_client(client_id).await;
+        }
+        Ok(self
+            .find_registered(client_id)
+            .await?
+            .ok_or_else(|| "is not a registered client".into()))
+    }
+
+    /// The client of a registry id (never a metadata document: nothing is fetched).
+    async fn find_registered(&self, client_id: &str) -> Result<Option<Client>> {
         let Ok(id) = Uuid::parse_str(client_id) else {
             return Ok(None);
         };
+        self.find_id(id).await
+    }
+
+    /// The client of `id`, read at most `CLIENT_CACHE_MS` ago.
+    pub async fn find_id(&self, id: Uuid) -> Result<Option<Client>> {
         let now = self.core.clock.now_ms();
         if let Some(client) = self.known.get(id, now) {
             return Ok(Some(client));
@@ -214,8 +270,9 @@ impl Clients {
         ip: Option<IpAddr>,
     ) -> Result<Option<Client>> {
         self.core.throttle.client_check_from(ip)?;
+        // Confidential clients only: a metadata document (public) is never fetched here.
         let client = self
-            .find(id)
+            .find_registered(id)
             .await?
             .filter(|c| c.client_type == ClientType::Confidential);
         // The hash is computed whether or not the client exists, so timing tells nothing either.

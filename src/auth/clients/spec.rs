@@ -7,6 +7,7 @@ use crate::crypto::SigningAlg;
 use crate::error::{Result, Validator};
 use crate::model::redirect::{self, UriUse};
 use crate::model::{Client, ClientType, GrantType};
+use uuid::Uuid;
 
 /// Longest client name, in characters (it is shown on the consent page and in lists).
 pub const NAME_MAX: usize = 200;
@@ -30,6 +31,9 @@ pub struct NewClient {
     pub backchannel_logout_uri: Option<String>,
     /// `None`: RS256.
     pub id_token_alg: Option<String>,
+    /// The organisation the client belongs to (docs/api.md §13); checked by `Clients::create`,
+    /// which reads it.
+    pub org_id: Option<Uuid>,
 }
 
 /// A change of a client: each `Some` field replaces the client's (`backchannel_logout_uri:
@@ -100,13 +104,14 @@ impl ClientChanges {
                 self.id_token_alg
                     .unwrap_or_else(|| client.id_token_alg.as_str().to_owned()),
             ),
+            org_id: client.org_id,
         })
     }
 }
 
 /// The checked fields of a client (all but its id, secret and times).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Checked {
+pub struct Checked {
     pub name: String,
     pub client_type: ClientType,
     pub first_party: bool,
@@ -342,6 +347,7 @@ mod tests {
             scopes: Some(strings(&["openid", "admin"])),
             backchannel_logout_uri: Some("com.example.app:/logout".into()),
             id_token_alg: Some("HS256".into()),
+            org_id: None,
         };
         assert_eq!(
             refused(bad),

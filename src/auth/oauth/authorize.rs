@@ -5,11 +5,12 @@ use subtle::ConstantTimeEq as _;
 use url::Url;
 use uuid::Uuid;
 
+use super::org_choice::{OrgChoice, OrgOffer};
 use super::{Provider, scopes};
 use crate::crypto::{b64url, random_token, sha256};
 use crate::error::{Error, Result};
-use crate::model::oauth::AuthorizationCode;
-use crate::model::{Client, GrantType};
+use crate::model::oauth::{AuthorizationCode, Consent};
+use crate::model::{Client, GrantType, is_multi_factor};
 
 /// How long a code may wait for its exchange (RFC 6749 §4.1.2: at most 10 minutes; 60 s here).
 pub const CODE_TTL_MS: i64 = 60_000;
@@ -34,6 +35,9 @@ pub struct AuthorizeRequest {
     pub resource: Option<String>,
     /// The person's answer on the consent screen: `true` allows, `false` refuses; `None`: not asked.
     pub consent: Option<bool>,
+    /// The organisation the person chose to act in (docs/api.md §13); `None` with `consent`:
+    /// none (their own data); `None` without: the remembered consent's.
+    pub org_id: Option<Uuid>,
 }
 
 /// Who asks: the person's own session (a first-party access token's, or the browser cookie's).
@@ -48,10 +52,12 @@ pub struct Person {
 pub enum Authorization {
     /// Back to the client: its redirect URI with `code` or `error`, and `state` and `iss`.
     Redirect(String),
-    /// The person must allow the client these scopes (those not consented yet).
+    /// The person must allow the client these scopes (those not consented yet), in one of the
+    /// organisations offered (or none, unless the client is bound to one).
     ConsentRequired {
         client: Box<Client>,
         scopes: Vec<String>,
+        orgs: OrgOffer,
     },
     /// The person must sign in (again): no session, `prompt=login`, or older than `max_age`.
     LoginRequired,
@@ -144,11 +150,16 @@ impl Provider {
         client_id: &str,
         redirect_uri: &str,
     ) -> Result<Client> {
-        let client = self
-            .clients
-            .find(client_id)
-            .await?
-            .ok_or_else(|| Error::field("clientId", "is not a registered client"))?;
+        let client = match self.clients.resolve(client_id).await? {
+            Ok(client) => client,
+            Err(why) if self.clients.names_document(client_id) => {
+                return Err(Error::field(
+                    "clientId",
+                    format!("its client metadata document was refused: {why}"),
+                ));
+            }
+            Err(why) => return Err(Error::field("clientId", why)),
+        };
         if Url::parse(redirect_uri).is_err() || !client.allows_redirect(redirect_uri) {
             return Err(Error::field(
                 "redirectUri",
@@ -221,34 +232,62 @@ impl Provider {
         if request.consent == Some(false) {
             return Ok(checked.error("access_denied", "the person did not allow it"));
         }
-        if !checked.client.first_party {
-            let given = self
-                .core
+        let remembered = if checked.client.first_party {
+            None
+        } else {
+            self.core
                 .store
                 .consent(person.user_id, checked.client.id)
                 .await?
-                .unwrap_or_default();
-            let missing: Vec<String> = if prompt.consent {
+        };
+        let consenting = request.consent == Some(true);
+        let choice = self
+            .org_choice(
+                &checked.client,
+                person.user_id,
+                is_multi_factor(&session.amr),
+                request.org_id,
+                consenting,
+                remembered.as_ref(),
+            )
+            .await?;
+        let org_id = match choice {
+            OrgChoice::Act(org) => org,
+            OrgChoice::AskAgain => None,
+            OrgChoice::NotMember => {
+                return Ok(checked.error(
+                    "access_denied",
+                    "the person is not a member of the organisation this application belongs to",
+                ));
+            }
+        };
+        if !checked.client.first_party {
+            let given = remembered.clone().unwrap_or_default();
+            let missing: Vec<String> = if prompt.consent || choice == OrgChoice::AskAgain {
                 scopes.clone()
             } else {
                 scopes
                     .iter()
-                    .filter(|s| !given.contains(s))
+                    .filter(|s| !given.scopes.contains(s))
                     .cloned()
                     .collect()
             };
-            if !missing.is_empty() {
-                if request.consent != Some(true) {
-                    return Ok(if prompt.none {
-                        checked.error("consent_required", "the person has not allowed this yet")
-                    } else {
-                        Authorization::ConsentRequired {
-                            client: Box::new(checked.client),
-                            scopes: missing,
-                        }
-                    });
-                }
-                let mut all = given;
+            if !missing.is_empty() && !consenting {
+                return Ok(if prompt.none {
+                    checked.error("consent_required", "the person has not allowed this yet")
+                } else {
+                    let orgs = self
+                        .org_offer(&checked.client, person.user_id, given.org_id)
+                        .await?;
+                    Authorization::ConsentRequired {
+                        client: Box::new(checked.client),
+                        scopes: missing,
+                        orgs,
+                    }
+                });
+            }
+            if consenting || given.org_id != org_id {
+                let mut all = given.scopes;
                 all.extend(
                     scopes
                         .iter()
@@ -256,9 +295,13 @@ impl Provider {
                         .cloned()
                         .collect::<Vec<_>>(),
                 );
+                let consent = Consent {
+                    scopes: all,
+                    org_id,
+                };
                 self.core
                     .store
-                    .put_consent(person.user_id, checked.client.id, &all, now)
+                    .put_consent(person.user_id, checked.client.id, &consent, now)
                     .await?;
             }
         }
@@ -275,6 +318,7 @@ impl Provider {
             amr: session.amr.clone(),
             auth_time,
             expires_at: now + CODE_TTL_MS,
+            org_id,
         };
         self.core
             .store
@@ -350,11 +394,12 @@ impl Provider {
             ));
         }
         if let Some(resource) = &r.resource {
-            if resource != self.core.tokens.audience() {
+            if !self.core.tokens.issues_for(resource) {
                 return Err((
                     "invalid_target",
                     format!(
-                        "resource must be {:?}, the one audience of this service's tokens",
+                        "resource must be {:?} or a resource server this service issues tokens \
+                         for (GATEHOUSE_OAUTH_RESOURCES)",
                         self.core.tokens.audience()
                     ),
                 ));

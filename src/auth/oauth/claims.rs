@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::{Provider, scopes};
 use crate::auth::tokens::AccessClaims;
 use crate::error::{Error, Result};
+use crate::model::orgs::Membership;
 use crate::model::{Client, ClientGrant, Session, User};
 
 /// An ID token lives at most this long (docs/api.md §11: ≤ 1 h).
@@ -91,10 +92,12 @@ impl Provider {
     /// travel only with the `roles` scope.
     pub(super) fn client_access_token(
         &self,
+        client_id: &str,
         user: &User,
         session: &Session,
         grant: &ClientGrant,
         scope: &[String],
+        org: Option<&Membership>,
     ) -> Result<String> {
         let iat = self.core.clock.now_seconds();
         let tokens = &self.core.tokens;
@@ -116,21 +119,28 @@ impl Provider {
             exp: iat + tokens.access_ttl_seconds(),
             amr: session.amr.clone(),
             roles,
-            org_id: None,
-            org_roles: Vec::new(),
-            client_id: Some(grant.client_id.to_string()),
+            org_id: org.map(|m| m.org_id),
+            org_roles: org.map(|m| m.roles.clone()).unwrap_or_default(),
+            client_id: Some(client_id.to_owned()),
             scope: Some(scopes::join(scope)),
         })
     }
 
     /// An access token for a client itself (`client_credentials`): `sub` is the client, and no
-    /// session stands behind it (`sid` names only this token's issue).
-    pub(super) fn client_only_token(&self, client: &Client, scope: &[String]) -> Result<String> {
+    /// session stands behind it (`sid` names only this token's issue). A client bound to an
+    /// organisation names it (docs/api.md §13); it holds no roles there. `resource`: the RFC 8707
+    /// resource asked for, already checked; `None`: `GATEHOUSE_AUDIENCE`.
+    pub(super) fn client_only_token(
+        &self,
+        client: &Client,
+        scope: &[String],
+        resource: Option<&str>,
+    ) -> Result<String> {
         let iat = self.core.clock.now_seconds();
         let tokens = &self.core.tokens;
         tokens.access_with(&AccessClaims {
             iss: tokens.issuer().to_owned(),
-            aud: tokens.audience().to_owned(),
+            aud: resource.unwrap_or(tokens.audience()).to_owned(),
             sub: client.id,
             sid: Uuid::now_v7(),
             jti: Uuid::now_v7(),
@@ -138,7 +148,7 @@ impl Provider {
             exp: iat + tokens.access_ttl_seconds(),
             amr: Vec::new(),
             roles: Vec::new(),
-            org_id: None,
+            org_id: client.org_id,
             org_roles: Vec::new(),
             client_id: Some(client.id.to_string()),
             scope: Some(scopes::join(scope)),
@@ -163,8 +173,8 @@ impl Provider {
         let claims = IdClaims {
             iss: tokens.issuer(),
             sub: user.id.to_string(),
-            aud: client.id.to_string(),
-            azp: client.id.to_string(),
+            aud: client.client_id(),
+            azp: client.client_id(),
             exp: iat + ID_TOKEN_TTL_S,
             iat,
             auth_time: grant.auth_time / 1000,

@@ -8,6 +8,7 @@ use super::{OAuthFailure, Provider, scopes};
 use crate::crypto::sha256;
 use crate::error::Error;
 use crate::model::oauth::Redemption;
+use crate::model::orgs::Membership;
 use crate::model::{
     Client, ClientGrant, ClientInfo, EndReason, GrantType, RefreshRecord, Session, User,
 };
@@ -39,6 +40,21 @@ pub struct TokenAnswer {
 
 fn invalid_grant(description: &str) -> OAuthFailure {
     OAuthFailure::refused("invalid_grant", description)
+}
+
+fn invalid_target(description: &str) -> OAuthFailure {
+    OAuthFailure::refused("invalid_target", description)
+}
+
+/// RFC 8707 §2.2: a token request's `resource` may only name the audience its authorization was
+/// given for (`granted`; `None`: `GATEHOUSE_AUDIENCE`), never switch a grant to another server.
+fn same_target(request: &TokenRequest, granted: Option<&str>, audience: &str) -> Outcome<()> {
+    match request.resource.as_deref() {
+        Some(asked) if asked != granted.unwrap_or(audience) => Err(invalid_target(
+            "resource is not the one this authorization was given for",
+        )),
+        _ => Ok(()),
+    }
 }
 
 fn required<'a>(value: &'a Option<String>, name: &str) -> Outcome<&'a str> {
@@ -76,10 +92,9 @@ impl Provider {
             ));
         }
         if let Some(resource) = &request.resource {
-            if resource != self.core.tokens.audience() {
-                return Err(OAuthFailure::refused(
-                    "invalid_target",
-                    "resource is not an audience of this service's tokens",
+            if !self.core.tokens.issues_for(resource) {
+                return Err(invalid_target(
+                    "resource is not a resource server this service issues tokens for",
                 ));
             }
         }
@@ -127,6 +142,11 @@ impl Provider {
         if code.client_id != client.id {
             return Err(invalid_grant("the code was issued to another client"));
         }
+        same_target(
+            request,
+            code.audience.as_deref(),
+            self.core.tokens.audience(),
+        )?;
         if code.redirect_uri != redirect_uri {
             return Err(invalid_grant(
                 "redirect_uri is not the one the code was issued for",
@@ -156,6 +176,13 @@ impl Provider {
             return Err(invalid_grant(
                 "the sign-in that authorized the code has ended",
             ));
+        };
+        // The organisation it was authorized in must still be the person's.
+        let org = match code.org_id {
+            None => None,
+            Some(org) => Some(self.core.store.membership(org, user.id).await?.ok_or_else(
+                || invalid_grant("the person is no longer a member of the organisation"),
+            )?),
         };
         let offline = code.scope.iter().any(|s| s == scopes::OFFLINE_ACCESS);
         let lifetime = if offline {
@@ -191,6 +218,7 @@ impl Provider {
                 refresh: &refresh,
                 auth_epoch: user.auth_epoch,
                 grant: Some(&grant),
+                org_id: code.org_id,
             })
             .await?;
         if !opened {
@@ -207,7 +235,7 @@ impl Provider {
             created_at: now,
             last_used_at: now,
             revoked_at: None,
-            org_id: None,
+            org_id: code.org_id,
             grant: Some(grant.clone()),
         };
         self.answer(
@@ -218,6 +246,7 @@ impl Provider {
             &code.scope,
             code.nonce.as_deref(),
             offline.then_some(&refresh),
+            org.as_ref(),
         )
         .await
     }
@@ -245,6 +274,11 @@ impl Provider {
         let Some(grant) = renewed.session.grant.clone() else {
             return Err(invalid_grant("the refresh token is not a client's"));
         };
+        same_target(
+            request,
+            grant.audience.as_deref(),
+            self.core.tokens.audience(),
+        )?;
         // RFC 6749 §6: narrower, never wider than the authorization's.
         let scope = match request.scope.as_deref() {
             None => grant.scope.clone(),
@@ -260,6 +294,14 @@ impl Provider {
                 asked
             }
         };
+        // As a person's refresh keeps their active organisation while they are its member
+        // (docs/api.md §13); a client bound to it has no use without it.
+        let org = self.core.kept_org(&renewed.session).await?;
+        if client.org_id.is_some() && org.is_none() {
+            return Err(invalid_grant(
+                "the person is no longer a member of the client's organisation",
+            ));
+        }
         self.answer(
             client,
             &renewed.user,
@@ -268,6 +310,7 @@ impl Provider {
             &scope,
             None,
             Some(&renewed.refresh),
+            org.as_ref(),
         )
         .await
     }
@@ -304,7 +347,7 @@ impl Provider {
             }
         };
         Ok(TokenAnswer {
-            access_token: self.client_only_token(client, &scope)?,
+            access_token: self.client_only_token(client, &scope, request.resource.as_deref())?,
             expires_in: self.core.tokens.access_ttl_seconds(),
             scope: scopes::join(&scope),
             id_token: None,
@@ -324,8 +367,10 @@ impl Provider {
         scope: &[String],
         nonce: Option<&str>,
         refresh: Option<&RefreshRecord>,
+        org: Option<&Membership>,
     ) -> Outcome<TokenAnswer> {
-        let access_token = self.client_access_token(user, session, grant, scope)?;
+        let access_token =
+            self.client_access_token(&client.client_id(), user, session, grant, scope, org)?;
         let id_token = if scope.iter().any(|s| s == scopes::OPENID) {
             Some(
                 self.id_token(client, user, session, grant, scope, nonce, &access_token)

@@ -5,6 +5,7 @@
 mod authorize;
 mod claims;
 mod grants;
+mod org_choice;
 pub mod scopes;
 
 use std::sync::Arc;

@@ -122,8 +122,16 @@ impl Orgs {
     }
 
     /// Deletes an organisation and makes its former members' directory entries forgotten here at
-    /// once (elsewhere by polling). `NOT_FOUND` if it is gone already.
+    /// once (elsewhere by polling). `NOT_FOUND` if it is gone already. The clients bound to it go
+    /// with it (the database deletes them), their sessions ended first with their back-channel
+    /// logouts queued, as removing a client does.
     pub(super) async fn remove(&self, id: Uuid) -> Result<()> {
+        let logouts = crate::auth::oauth::logout::Logouts {
+            core: self.core.clone(),
+        };
+        for client in self.core.store.clients_of_org(id).await? {
+            logouts.end_client(client).await?;
+        }
         let now = self.core.clock.now_ms();
         let members = self
             .core

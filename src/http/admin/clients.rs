@@ -18,7 +18,7 @@ use crate::error::{Error, FieldErrors, Result};
 use crate::http::docs::{body_errors, error_responses};
 use crate::http::extract::{AppJson, PathId};
 use crate::http::{Answer, AppState, Envelope, ok};
-use crate::model::Client;
+use crate::model::{Client, ClientOrigin};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -55,11 +55,26 @@ pub struct ClientView {
     id_token_signed_response_alg: &'static str,
     #[schema(format = DateTime, example = "2026-11-24T09:30:00.417Z")]
     created_at: String,
+    /// The organisation the client belongs to (docs/api.md §13), set at registration: its
+    /// client-credentials tokens carry it as `org_id`, and people authorizing it act in it.
+    org_id: Option<Uuid>,
+    /// How it came: `operator` (CLI or this API), `registered` (it registered itself at
+    /// `/oauth2/register`) or `metadata_document` (its client_id is `metadataUrl`).
+    #[schema(example = "operator")]
+    origin: &'static str,
+    /// A metadata-document client's `client_id` at the OAuth endpoints: its document's URL.
+    metadata_url: Option<String>,
 }
 
 impl From<Client> for ClientView {
     fn from(c: Client) -> Self {
+        let metadata_url = match &c.origin {
+            ClientOrigin::MetadataDocument { url, .. } => Some(url.clone()),
+            _ => None,
+        };
         ClientView {
+            origin: c.origin.as_str(),
+            metadata_url,
             client_id: c.id,
             client_type: c.client_type.as_str(),
             grant_types: c.grant_types.iter().map(|g| g.as_str()).collect(),
@@ -71,6 +86,7 @@ impl From<Client> for ClientView {
             post_logout_redirect_uris: c.post_logout_redirect_uris,
             scopes: c.scopes,
             backchannel_logout_uri: c.backchannel_logout_uri,
+            org_id: c.org_id,
         }
     }
 }
@@ -141,6 +157,8 @@ struct CreateRequest {
     /// `RS256` (default), `ES256` or `EdDSA`.
     #[schema(example = "RS256")]
     id_token_signed_response_alg: Option<String>,
+    /// Binds the client to this organisation for good (docs/api.md §13).
+    org_id: Option<Uuid>,
 }
 
 fn uri_error() -> Error {
@@ -171,6 +189,7 @@ async fn create(
         scopes: body.scopes,
         backchannel_logout_uri: body.backchannel_logout_uri,
         id_token_alg: body.id_token_signed_response_alg,
+        org_id: body.org_id,
     };
     let (client, secret) = state.auth.clients.create(admin.op(), new).await?;
     Ok((

@@ -16,6 +16,7 @@ use crate::model::{ClientInfo, Principal};
 mod audit;
 mod clients;
 mod orgs;
+mod registration_tokens;
 mod users;
 mod views;
 
@@ -29,6 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(audit::router())
         .merge(orgs::router())
         .merge(clients::router())
+        .merge(registration_tokens::router())
 }
 
 /// The caller of an administration call: an admin whose session has a second factor

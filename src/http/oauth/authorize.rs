@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
+use uuid::Uuid;
 
 use crate::auth::oauth::{Authorization, AuthorizeRequest, Person};
 use crate::error::{Error, Result};
@@ -50,6 +51,22 @@ struct AuthorizeBody {
     /// refuses (the client gets `access_denied`); absent: not asked yet.
     #[serde(default)]
     consent: Option<bool>,
+    /// The organisation to act in (docs/api.md §13), one of `organisations` of the consent
+    /// answer. With `consent: true`, absent or `null` means none (the person's own data); without
+    /// `consent`, absent means the one chosen with the remembered consent.
+    #[serde(default)]
+    org_id: Option<Uuid>,
+}
+
+/// An organisation the person may authorize the client in.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct OrgView {
+    id: Uuid,
+    #[schema(example = "Acme")]
+    name: String,
+    #[schema(example = "acme")]
+    slug: String,
 }
 
 /// The client as the consent screen names it.
@@ -77,6 +94,13 @@ enum AuthorizeAnswer {
         consent_required: bool,
         client: ClientView,
         scopes: Vec<String>,
+        /// The person's organisations to choose from (only the client's own when it is bound to
+        /// one); empty: none to choose.
+        organisations: Vec<OrgView>,
+        /// Chosen already (the client's, the one chosen last time, or the only one); `null`: none.
+        org_id: Option<Uuid>,
+        /// The client is bound to `orgId`: there is no other choice, and none is not one.
+        org_fixed: bool,
     },
     /// The person must sign in again (`prompt=login`, or a sign-in older than `maxAge`); call
     /// again with the new session's token and without `prompt=login`.
@@ -84,7 +108,8 @@ enum AuthorizeAnswer {
     Login { login_required: bool },
 }
 
-error_responses!(AuthorizeErrors: body_errors(), bearer_errors(), [Error::Forbidden], server_errors());
+error_responses!(AuthorizeErrors: body_errors(), bearer_errors(),
+    [Error::Forbidden, Error::NotFound, Error::TwoFactorRequired], server_errors());
 
 /// Authorize a client for the caller (the authorization page's call).
 ///
@@ -94,7 +119,12 @@ error_responses!(AuthorizeErrors: body_errors(), bearer_errors(), [Error::Forbid
 /// request (PKCE missing or `plain`, a scope the client may not have, `prompt=none` without
 /// consent, a refused consent) comes back as `redirectTo` carrying `error`. A third-party client
 /// needs the person's consent to the scopes (remembered per person, client and scopes; a new scope
-/// asks again); a first-party client does not.
+/// asks again); a first-party client does not. The authorization acts in one organisation or none
+/// (docs/api.md §13): a client bound to one acts in it (a non-member's authorization goes back as
+/// `access_denied`); otherwise the person chooses on the consent page (`orgId`), and a remembered
+/// consent acts in the organisation chosen with it. An `orgId` the person is not a member of is
+/// 404 `NOT_FOUND`; one requiring two factors from a session without them, 403
+/// `TWO_FACTOR_REQUIRED`.
 #[utoipa::path(post, path = "/api/v1/oauth2/authorize", tag = "oauth", security(("bearer" = [])),
     request_body = AuthorizeBody,
     responses((status = 200, description = "Where to go, or what to ask", body = Envelope<AuthorizeAnswer>),
@@ -116,8 +146,9 @@ async fn authorize(
         nonce: body.nonce,
         prompt: body.prompt,
         max_age: body.max_age,
-        resource: body.resource,
+        resource: crate::http::resource::audience_of(&state, body.resource),
         consent: body.consent,
+        org_id: body.org_id,
     };
     let person = Person {
         user_id: who.user_id,
@@ -125,14 +156,29 @@ async fn authorize(
     };
     let answer = match state.auth.oauth.authorize(&request, Some(person)).await? {
         Authorization::Redirect(redirect_to) => AuthorizeAnswer::Redirect { redirect_to },
-        Authorization::ConsentRequired { client, scopes } => AuthorizeAnswer::Consent {
+        Authorization::ConsentRequired {
+            client,
+            scopes,
+            orgs,
+        } => AuthorizeAnswer::Consent {
             consent_required: true,
             client: ClientView {
-                client_id: client.id.to_string(),
+                client_id: client.client_id(),
                 name: client.name,
                 first_party: client.first_party,
             },
             scopes,
+            organisations: orgs
+                .orgs
+                .into_iter()
+                .map(|o| OrgView {
+                    id: o.id,
+                    name: o.name,
+                    slug: o.slug,
+                })
+                .collect(),
+            org_id: orgs.chosen,
+            org_fixed: orgs.fixed,
         },
         Authorization::LoginRequired => AuthorizeAnswer::Login {
             login_required: true,

@@ -102,10 +102,19 @@ struct ProviderMetadata {
     authorization_response_iss_parameter_supported: bool,
     request_parameter_supported: bool,
     request_uri_parameter_supported: bool,
+    /// RFC 7591: with `GATEHOUSE_OAUTH_REGISTRATION` `token` or `open`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(example = "https://login.example.com/oauth2/register")]
+    registration_endpoint: Option<String>,
+    /// With `GATEHOUSE_OAUTH_CLIENT_METADATA_DOCUMENTS=on`: an https `client_id` is fetched.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    client_id_metadata_document_supported: Option<bool>,
 }
 
 impl ProviderMetadata {
-    fn new(issuer: &str, base: &str) -> Self {
+    fn new(state: &AppState, issuer: &str, base: &str) -> Self {
+        let clients = &state.auth.clients;
+        let registration = clients.registration_mode() != crate::config::RegistrationMode::Off;
         let at = |path: &str| format!("{base}{path}");
         ProviderMetadata {
             issuer: issuer.to_owned(),
@@ -136,6 +145,8 @@ impl ProviderMetadata {
             authorization_response_iss_parameter_supported: true,
             request_parameter_supported: false,
             request_uri_parameter_supported: false,
+            registration_endpoint: registration.then(|| at("/oauth2/register")),
+            client_id_metadata_document_supported: clients.documents_on().then_some(true),
         }
     }
 }
@@ -171,7 +182,11 @@ error_responses!(OffErrors: [Error::NotFound]);
     responses((status = 200, description = "The provider's metadata", body = ProviderMetadata), OffErrors))]
 async fn openid_configuration(State(state): State<AppState>) -> Result<Response, Error> {
     let issuer = state.provider_issuer().ok_or(Error::NotFound)?;
-    Ok(cached(ProviderMetadata::new(issuer, &state.public_url)))
+    Ok(cached(ProviderMetadata::new(
+        &state,
+        issuer,
+        &state.public_url,
+    )))
 }
 
 /// Authorization server metadata (RFC 8414): the same document as the OpenID configuration; with
@@ -181,7 +196,7 @@ async fn openid_configuration(State(state): State<AppState>) -> Result<Response,
 async fn authorization_server(State(state): State<AppState>) -> Response {
     let base = &state.public_url;
     match state.provider_issuer() {
-        Some(issuer) => cached(ProviderMetadata::new(issuer, base)),
+        Some(issuer) => cached(ProviderMetadata::new(&state, issuer, base)),
         None => cached(IntrospectionMetadata {
             issuer: state.issuer.to_string(),
             jwks_uri: format!("{base}/.well-known/jwks.json"),

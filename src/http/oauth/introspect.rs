@@ -13,8 +13,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{OAuthError, calling_client, form_parameters, oauth_error, single};
+use crate::auth::Introspection;
 use crate::http::AppState;
 use crate::http::extract::client_ip;
+use crate::model::Holder;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(introspect))
@@ -81,7 +83,9 @@ struct IntrospectionAnswer {
 /// Form-encoded `token=…` (`token_type_hint` is accepted and not needed), the client's id and
 /// secret as HTTP Basic credentials (`client_secret_basic`) or as `client_id` and `client_secret`
 /// in the form (`client_secret_post`); public clients may not introspect. A live access token answers its claims with the account's
-/// current e-mail, name and roles; anything else (expired, revoked, a refresh token, garbage)
+/// current e-mail, name and roles; a client's token for itself (`client_credentials`) answers
+/// `sub` = `client_id` = the client, its `scope` and (bound to one) `org_id`, while the client
+/// keeps the grant; anything else (expired, revoked, a refresh token, garbage)
 /// answers `{"active": false}` alone. Wrong client credentials count against the caller's address
 /// like failed logins.
 #[utoipa::path(post, path = "/oauth2/introspect", tag = "oauth",
@@ -109,28 +113,45 @@ async fn introspect(
     };
     let token = token.to_owned();
     let answer = match state.auth.guard.introspect(&token).await {
-        Ok(Some(live)) => IntrospectionAnswer {
-            active: true,
-            sub: Some(live.claims.sub.to_string()),
-            username: Some(live.identity.email),
-            email_verified: Some(live.identity.email_verified),
-            name: Some(live.identity.full_name),
-            roles: Some(live.identity.roles),
-            org_id: live.identity.org.as_ref().map(|o| o.id.to_string()),
-            org_roles: live.identity.org.map(|o| o.roles),
-            sid: Some(live.claims.sid.to_string()),
-            amr: Some(live.claims.amr),
-            iss: Some(live.claims.iss),
-            aud: Some(live.claims.aud),
-            exp: Some(live.claims.exp),
-            iat: Some(live.claims.iat),
-            jti: Some(live.claims.jti.to_string()),
-            token_type: Some("Bearer"),
-            client_id: live.claims.client_id,
-            scope: live.claims.scope,
-        },
+        Ok(Some(live)) => answer(live),
         Ok(None) => IntrospectionAnswer::default(),
         Err(error) => return error.into_response(),
     };
     axum::Json(answer).into_response()
+}
+
+/// A live token's answer. A client's token for itself (docs/api.md §12) names no person: `sub`
+/// and `client_id` are the client, and there is no e-mail, name, roles, session or `amr`.
+fn answer(live: Introspection) -> IntrospectionAnswer {
+    let claims = live.claims;
+    let common = IntrospectionAnswer {
+        active: true,
+        sub: Some(claims.sub.to_string()),
+        iss: Some(claims.iss),
+        aud: Some(claims.aud),
+        exp: Some(claims.exp),
+        iat: Some(claims.iat),
+        jti: Some(claims.jti.to_string()),
+        token_type: Some("Bearer"),
+        client_id: claims.client_id,
+        scope: claims.scope,
+        ..IntrospectionAnswer::default()
+    };
+    match live.holder {
+        Holder::Client(client) => IntrospectionAnswer {
+            org_id: client.org_id.map(|o| o.to_string()),
+            ..common
+        },
+        Holder::Person(who) => IntrospectionAnswer {
+            username: Some(who.email),
+            email_verified: Some(who.email_verified),
+            name: Some(who.full_name),
+            roles: Some(who.roles),
+            org_id: who.org.as_ref().map(|o| o.id.to_string()),
+            org_roles: who.org.map(|o| o.roles),
+            sid: Some(claims.sid.to_string()),
+            amr: Some(claims.amr),
+            ..common
+        },
+    }
 }

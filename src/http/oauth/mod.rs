@@ -20,6 +20,7 @@ mod authorize;
 mod discovery;
 mod end_session;
 mod introspect;
+mod register;
 mod revoke;
 mod token;
 mod userinfo;
@@ -33,6 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(userinfo::router())
         .merge(revoke::router())
         .merge(end_session::router())
+        .merge(register::router())
 }
 
 /// RFC 6749 §5.2's error answer.

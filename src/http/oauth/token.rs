@@ -51,6 +51,15 @@ pub(crate) struct TokenError {
     error_description: Option<String>,
 }
 
+impl TokenError {
+    pub(crate) fn new(error: &'static str, error_description: Option<String>) -> Self {
+        TokenError {
+            error,
+            error_description,
+        }
+    }
+}
+
 /// An OAuth answer that no cache may keep (RFC 6749 §5.1).
 fn no_store(status: StatusCode, body: impl Serialize, challenge: Option<&'static str>) -> Response {
     let mut response = (status, axum::Json(body)).into_response();
@@ -170,7 +179,7 @@ async fn token(
             code_verifier: param("code_verifier")?,
             refresh_token: param("refresh_token")?,
             scope: param("scope")?,
-            resource: param("resource")?,
+            resource: crate::http::resource::audience_of(&state, param("resource")?),
         })
     })();
     let Ok(request) = request else {

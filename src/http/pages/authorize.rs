@@ -49,6 +49,7 @@ fn request(query: &str) -> Result<AuthorizeRequest, Error> {
         max_age: one("max_age").map(|m| m.parse().unwrap_or(-1)),
         resource: one("resource"),
         consent: None,
+        org_id: None,
     })
 }
 
@@ -77,10 +78,11 @@ pub(super) async fn page(
     headers: HeaderMap,
 ) -> Result<Response, Error> {
     state.require_provider()?;
-    let request = match request(query.as_deref().unwrap_or_default()) {
+    let mut request = match request(query.as_deref().unwrap_or_default()) {
         Ok(request) => request,
         Err(error) => return error_page(&state, &error),
     };
+    request.resource = crate::http::resource::audience_of(&state, request.resource.take());
     let oauth = &state.auth.oauth;
     let client = match oauth
         .authorization_client(&request.client_id, &request.redirect_uri)

@@ -1,15 +1,87 @@
 //! panva's openid-client (npm, v6, OpenID Certified relying party) against the provider:
 //! tests/browser/oidc-rp.mjs, run by Node, once per client: one client per ID-token algorithm
 //! (RS256 with `client_secret_basic`, ES256 with `client_secret_post`, EdDSA with
-//! `client_secret_basic`) and a public client (`none`, RS256 by default).
+//! `client_secret_basic`) and a public client (`none`, RS256 by default); and
+//! tests/browser/oidc-dcr.mjs, where openid-client registers its clients itself (RFC 7591).
 
-use serde_json::json;
+use gatehouse::config::SettingsArgs;
+use serde_json::{Value, json};
 
-use super::{Registered, add_client, provider};
+use super::{Registered, add_client, provider, provider_with};
 use crate::browser::{BROWSER_DIR, node, node_ready, packages_ready};
 use crate::helpers::{Backend, PASSWORD, both_backends};
 
-both_backends!(openid_client_signs_in_with_a_client_of_each_id_token_algorithm);
+both_backends!(
+    openid_client_signs_in_with_a_client_of_each_id_token_algorithm,
+    openid_client_registers_itself_and_signs_in,
+);
+
+/// `dynamicClientRegistration` with an operator's initial access token (docs/api.md §12), for a
+/// confidential and a public client, each then signing the person in (consent asked under the
+/// name it registered), reading userinfo and refreshing; the spent token registers nothing more,
+/// and the confidential client gets no client-credentials token. The registry then holds exactly
+/// the two clients, marked as registered.
+async fn openid_client_registers_itself_and_signs_in(backend: Backend) {
+    if !node_ready() || !packages_ready(&["openid-client"]) {
+        return;
+    }
+    let args = SettingsArgs {
+        oauth_registration: Some("token".into()),
+        ..SettingsArgs::default()
+    };
+    let provider = provider_with(backend, "127.0.0.1", args).await;
+    let app = &provider.app;
+    app.create_user("ann@example.com", PASSWORD).await;
+    let token = || {
+        let output = app.cli(&["clients", "registration-token", "--json"], None);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let printed: Value = serde_json::from_slice(&output.stdout).unwrap();
+        printed["token"].as_str().unwrap().to_owned()
+    };
+    let tokens = json!([token(), token()]);
+    let env = vec![
+        ("GATEHOUSE_URL".to_owned(), provider.issuer.clone()),
+        ("GATEHOUSE_EMAIL".to_owned(), "ann@example.com".to_owned()),
+        ("GATEHOUSE_PASSWORD".to_owned(), PASSWORD.to_owned()),
+        ("OIDC_REDIRECT_URI".to_owned(), REDIRECT.to_owned()),
+        ("OIDC_REGISTRATION_TOKENS".to_owned(), tokens.to_string()),
+    ];
+    let printed = node(BROWSER_DIR, &["oidc-dcr.mjs"], env).await;
+    eprintln!("{printed}");
+    for name in ["web app", "mobile app"] {
+        assert!(
+            printed.contains(&format!("Self-registered {name}: ok")),
+            "{name} did not finish: {printed}"
+        );
+    }
+    let listed = app.cli(&["clients", "list", "--json"], None);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let mut kinds: Vec<(String, String, String)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            (
+                c["name"].as_str().unwrap().to_owned(),
+                c["type"].as_str().unwrap().to_owned(),
+                c["origin"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    kinds.sort();
+    let kind = |n: &str, t: &str| (n.to_owned(), t.to_owned(), "registered".to_owned());
+    assert_eq!(
+        kinds,
+        [
+            kind("Self-registered mobile app", "public"),
+            kind("Self-registered web app", "confidential"),
+        ]
+    );
+}
 
 /// The redirect URI every client registers: exact, never visited (the script hands the URL the
 /// provider redirects to straight to openid-client, as a callback handler would).

@@ -1,0 +1,55 @@
+//! The settings of clients that register themselves (docs/api.md §12): dynamic client
+//! registration and client ID metadata documents.
+
+use super::SettingsArgs;
+use super::source::Source;
+
+/// `GATEHOUSE_OAUTH_REGISTRATION`: who may call `POST /oauth2/register`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RegistrationMode {
+    /// Nobody: the endpoint is 404, as if it did not exist.
+    #[default]
+    Off,
+    /// Whoever holds an initial access token (`gatehouse clients registration-token`).
+    Token,
+    /// Anyone (throttled per address).
+    Open,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ClientRegistration {
+    pub mode: RegistrationMode,
+    /// `GATEHOUSE_OAUTH_CLIENT_METADATA_DOCUMENTS=on`: an https `client_id` is fetched.
+    pub metadata_documents: bool,
+    /// `GATEHOUSE_OAUTH_CLIENT_METADATA_INSECURE_LOOPBACK=on` (tests only): documents may also be
+    /// fetched over http from a loopback address.
+    pub insecure_loopback: bool,
+}
+
+pub(super) fn resolve(
+    src: &Source,
+    args: &SettingsArgs,
+) -> Result<ClientRegistration, super::SettingsError> {
+    let (setting, value) = src.get("oauth_registration", &args.oauth_registration, "off");
+    let mode = match value.trim().to_ascii_lowercase().as_str() {
+        "off" => RegistrationMode::Off,
+        "token" => RegistrationMode::Token,
+        "open" => RegistrationMode::Open,
+        _ => return Err(setting.invalid(&value, "must be off, token or open")),
+    };
+    Ok(ClientRegistration {
+        mode,
+        metadata_documents: src.choice(
+            "oauth_client_metadata_documents",
+            &args.oauth_client_metadata_documents,
+            "off",
+            ("on", "off"),
+        )?,
+        insecure_loopback: src.choice(
+            "oauth_client_metadata_insecure_loopback",
+            &args.oauth_client_metadata_insecure_loopback,
+            "off",
+            ("on", "off"),
+        )?,
+    })
+}

@@ -1,0 +1,42 @@
+//! Who holds a live access token, as a guarded service is told (forward-auth, introspection): a
+//! person, or a client holding a token for itself (`client_credentials`, docs/api.md §12), which
+//! names no person and so has no e-mail, roles, session or second factor.
+
+use uuid::Uuid;
+
+use super::Identity;
+
+#[derive(Debug, Clone)]
+pub enum Holder {
+    /// The person's own sign-in, a session cookie, or a client acting for the person.
+    Person(Identity),
+    /// A client for itself.
+    Client(ClientIdentity),
+}
+
+/// A client holding a token for itself, as registered now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientIdentity {
+    pub client_id: Uuid,
+    /// The organisation the token names (a client bound to one, issue 27); `None` without one.
+    pub org_id: Option<Uuid>,
+}
+
+impl Holder {
+    /// `Remote-User`: the person's id, or the client's.
+    pub fn subject(&self) -> Uuid {
+        match self {
+            Holder::Person(who) => who.user_id,
+            Holder::Client(client) => client.client_id,
+        }
+    }
+
+    /// The client the token was issued to (`Remote-Client`): the client itself, or the client a
+    /// person's token was given to; `None` for the person's own sign-in.
+    pub fn client(&self) -> Option<Uuid> {
+        match self {
+            Holder::Person(who) => who.client,
+            Holder::Client(client) => Some(client.client_id),
+        }
+    }
+}
