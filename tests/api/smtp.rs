@@ -223,8 +223,16 @@ impl Mail {
 
     /// The body, with quoted-printable soft line breaks and `=3D` undone should a part be so
     /// encoded (the service writes 8bit, and quoted-printable only for a line too long for it):
-    /// enough to read links, whose other characters are all plain.
+    /// enough to read links, whose other characters are all plain. Only then: undone in an 8bit
+    /// text, it would eat the first two characters of a token that starts with `3D` (1 in 4096).
     pub fn text(&self) -> String {
+        if !self
+            .0
+            .to_ascii_lowercase()
+            .contains("content-transfer-encoding: quoted-printable")
+        {
+            return self.0.clone();
+        }
         self.0
             .replace("=\r\n", "")
             .replace("=\n", "")

@@ -147,7 +147,10 @@ export function totp(secret, offset = 0) {
 
 // ---- mail ----
 
-/** Every message in the SMTP server's maildir, as text with quoted-printable undone enough to read links. */
+/**
+ * Every message in the SMTP server's maildir, with quoted-printable undone enough to read links
+ * where a part is so encoded (undone in an 8bit text, `=3D` would eat a token starting "3D").
+ */
 export function mails() {
   const dir = join(required("GATEHOUSE_MAILDIR"), "new");
   let files;
@@ -156,9 +159,12 @@ export function mails() {
   } catch {
     return [];
   }
-  return files.map((f) =>
-    readFileSync(join(dir, f), "utf8").replace(/=\r?\n/g, "").replace(/=3D/g, "="),
-  );
+  return files.map((f) => {
+    const text = readFileSync(join(dir, f), "utf8");
+    return /content-transfer-encoding: quoted-printable/i.test(text)
+      ? text.replace(/=\r?\n/g, "").replace(/=3D/g, "=")
+      : text;
+  });
 }
 
 /** The link to `page` (e.g. "/reset-password") in the first mail to `to` that has one. */
