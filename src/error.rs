@@ -78,9 +78,9 @@ pub enum Error {
     #[error("this token's scopes do not allow this call: it needs {0}")]
     InsufficientScope(&'static str),
     /// One of the person's own calls (account, organisations, administration) with a token a
-    /// client was given (docs/api.md §11 "Scopes").
+    /// client was given (docs/api.md §11 "Scopes") or a personal API key (§12).
     #[error(
-        "a token given to a client reaches only the business API its scopes name; this call needs the person's own sign-in"
+        "a token given to a client, or an API key, reaches only the business API its scopes name; this call needs the person's own sign-in"
     )]
     ClientToken,
     /// An administration call by an admin whose session's login had no second factor.
@@ -125,6 +125,9 @@ pub enum Conflict {
     /// A change that would leave an organisation without an owner.
     #[error("an organisation needs an owner: make another member owner first")]
     LastOwner,
+    /// A person's 51st API key (docs/api.md §12).
+    #[error("an account has at most 50 API keys: delete one first")]
+    TooManyApiKeys,
 }
 
 /// What an admin may not do to their own account.

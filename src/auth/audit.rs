@@ -59,6 +59,8 @@ pub enum AdminRead {
     Orgs,
     /// The OAuth clients, or one.
     Clients,
+    /// A person's API keys.
+    ApiKeys,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,6 +154,19 @@ pub enum AuditEvent {
     /// A sign-in with a passkey alone.
     PasskeyLogin {
         passkey: Uuid,
+    },
+    /// A personal API key was made (docs/api.md §12).
+    ApiKeyCreated {
+        key: Uuid,
+    },
+    /// A personal API key was used from an address it had not been used from before.
+    ApiKeyNewAddress {
+        key: Uuid,
+    },
+    /// A personal API key was deleted, by its owner or an admin.
+    ApiKeyDeleted {
+        key: Uuid,
+        by: Actor,
     },
     /// A passkey completed a password login's 2FA challenge.
     PasskeySecondFactor {
@@ -247,6 +262,9 @@ impl AuditEvent {
             RegistrationTokenIssued { .. } => "client.registration_token_issued",
             PasskeyAdded { .. } => "passkey.added",
             PasskeyRemoved { .. } => "passkey.removed",
+            ApiKeyCreated { .. } => "api_key.created",
+            ApiKeyNewAddress { .. } => "api_key.new_address",
+            ApiKeyDeleted { .. } => "api_key.deleted",
             PasskeyLogin { .. } => "login.succeeded",
             PasskeySecondFactor { .. } => "two_factor.succeeded",
             PasskeyFailed { .. } => "passkey.failed",
@@ -312,6 +330,7 @@ impl AuditEvent {
                 self::AdminRead::Audit => "audit",
                 self::AdminRead::Orgs => "orgs",
                 self::AdminRead::Clients => "clients",
+                self::AdminRead::ApiKeys => "api_keys",
             }
             .into(),
             KeyRotated { kids } => {
@@ -334,6 +353,8 @@ impl AuditEvent {
             ClientRegistered { client, origin } => format!("client={client} origin={origin}"),
             RegistrationTokenIssued { by } => format!("via={}", by.via()),
             PasskeyAdded { passkey } | PasskeyRemoved { passkey } => format!("passkey={passkey}"),
+            ApiKeyCreated { key } | ApiKeyNewAddress { key } => format!("key={key}"),
+            ApiKeyDeleted { key, by } => format!("key={key} via={}", by.via()),
             PasskeyLogin { passkey } | PasskeySecondFactor { passkey } => {
                 format!("passkey passkey={passkey}")
             }

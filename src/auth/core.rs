@@ -43,6 +43,8 @@ pub struct Core {
     /// The relying party of passkeys; `None` when passkeys are off.
     pub(super) webauthn: Option<Arc<webauthn_rs::Webauthn>>,
     pub(super) mailer: Arc<Mailer>,
+    /// API keys read lately, and their uses noted (docs/api.md §12).
+    pub(super) keys: super::api_keys::LiveKeys,
 }
 
 impl Core {

@@ -2,6 +2,7 @@
 //! forward-auth endpoints ask `identify`, introspection asks `introspect`. Both answer from memory
 //! (verified tokens, revocations, the directory of accounts), so a proxy asking on every request
 //! costs no database round trip, and both see a revocation or a role change within the §2 delay.
+//! A personal API key (§12) is judged as the bearer calls judge it (`api_keys::live`).
 //! A client's token for itself (§12) holds only while its client is registered with the
 //! `client_credentials` grant, as the registry has it (read again within `CLIENT_CACHE_MS`).
 
@@ -15,7 +16,10 @@ use super::directory::Profile;
 use super::tokens::AccessClaims;
 use crate::error::{Error, Result};
 use crate::model::orgs::ActiveOrg;
-use crate::model::{ClientIdentity, ClientType, GrantType, Holder, Identity, is_multi_factor};
+use crate::model::{
+    ClientIdentity, ClientInfo, ClientType, GrantType, Holder, Identity, KeyIdentity,
+    is_multi_factor,
+};
 
 /// The holder's membership of `org` now, as the token's active organisation.
 fn active_in(profile: &Profile, org: Uuid) -> Option<ActiveOrg> {
@@ -25,11 +29,15 @@ fn active_in(profile: &Profile, org: Uuid) -> Option<ActiveOrg> {
     })
 }
 
-/// A live access token's claims with its holder as it is now (RFC 7662's answer).
+/// What a live token is, as RFC 7662 answers it: an access token's claims and its holder as it
+/// is now, or a personal API key (docs/api.md §12) and its owner as they are now.
 #[derive(Debug)]
-pub struct Introspection {
-    pub claims: AccessClaims,
-    pub holder: Holder,
+pub enum Introspection {
+    Token {
+        claims: AccessClaims,
+        holder: Holder,
+    },
+    Key(KeyIdentity),
 }
 
 /// Who holds an access token, for the services Gatehouse guards (forward-auth, introspection).
@@ -46,6 +54,23 @@ impl Guard {
     /// A client's token for itself: `TokenInvalid` once the client is removed or loses the
     /// `client_credentials` grant.
     pub async fn identify(&self, access_token: &str) -> Result<Holder> {
+        self.identify_from(access_token, None).await
+    }
+
+    /// `identify`, for a request from `client` (forward-auth): a personal API key's use is noted
+    /// (`last_used_at`, a first use from an address audited).
+    pub async fn identify_from(
+        &self,
+        access_token: &str,
+        client: Option<&ClientInfo>,
+    ) -> Result<Holder> {
+        if super::api_keys::is_api_key(access_token) {
+            let live = self.core.live_key(access_token).await?;
+            if client.is_some() {
+                self.core.key_used(&live.key, client).await;
+            }
+            return Ok(Holder::Key(live.holder));
+        }
         let verified = self.core.tokens.verify_access_cached(access_token)?;
         // A token for another resource server (RFC 8707) is that server's to accept; the services
         // behind the proxies take tokens for GATEHOUSE_AUDIENCE.
@@ -103,6 +128,17 @@ impl Guard {
     /// RFC 7662: a live access token's claims and holder, or `None` for anything else (expired,
     /// revoked, a refresh or temp token, garbage), which the answer does not tell apart.
     pub async fn introspect(&self, token: &str) -> Result<Option<Introspection>> {
+        if super::api_keys::is_api_key(token) {
+            return match self.core.live_key(token).await {
+                Ok(live) => {
+                    // A use, though not from the holder's address: the service asking is.
+                    self.core.key_used(&live.key, None).await;
+                    Ok(Some(Introspection::Key(live.holder)))
+                }
+                Err(Error::TokenInvalid) => Ok(None),
+                Err(other) => Err(other),
+            };
+        }
         let claims = match self.core.tokens.access_claims_cached(token) {
             Ok(claims) => claims,
             Err(Error::TokenExpired | Error::TokenInvalid) => return Ok(None),
@@ -113,7 +149,7 @@ impl Guard {
         }
         if claims.client_id.as_deref() == Some(claims.sub.to_string().as_str()) {
             let client = self.client_itself(claims.sub, claims.org_id).await?;
-            return Ok(client.map(|client| Introspection {
+            return Ok(client.map(|client| Introspection::Token {
                 claims,
                 holder: Holder::Client(client),
             }));
@@ -149,7 +185,7 @@ impl Guard {
                 .as_deref()
                 .and_then(|c| Uuid::parse_str(c).ok()),
         };
-        Ok(Some(Introspection {
+        Ok(Some(Introspection::Token {
             claims,
             holder: Holder::Person(identity),
         }))

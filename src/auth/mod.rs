@@ -17,6 +17,7 @@ use crate::mail::Mailer;
 use crate::metrics::Metrics;
 use crate::store::Store;
 
+pub mod api_keys;
 pub mod audit;
 pub mod directory;
 pub mod keys;
@@ -50,6 +51,7 @@ mod verification;
 pub use self::core::Core;
 pub use account::Accounts;
 pub use admin::Admin;
+pub use api_keys::ApiKeys;
 pub use browser::BrowserSessions;
 pub use clients::{ClientChanges, ClientMetadata, Clients, NewClient};
 pub use enrolment::TwoFactor;
@@ -113,6 +115,8 @@ pub struct AuthService {
     pub guard: Guard,
     pub browser: BrowserSessions,
     pub clients: Clients,
+    /// Personal API keys (docs/api.md §12).
+    pub api_keys: ApiKeys,
     /// The OpenID provider's flows (docs/api.md §11).
     pub oauth: oauth::Provider,
     /// Revocation, end-session, consents (docs/api.md §11).
@@ -153,6 +157,7 @@ impl AuthService {
             metrics: parts.metrics,
             settings,
             webauthn: parts.webauthn,
+            keys: Default::default(),
         });
         let login = Login { core: core.clone() };
         let sessions = Sessions { core: core.clone() };
@@ -192,6 +197,7 @@ impl AuthService {
             browser: BrowserSessions::new(core.clone()),
             oauth: oauth::Provider::new(core.clone(), clients.clone(), sessions.clone()),
             clients,
+            api_keys: ApiKeys { core: core.clone() },
             logouts: oauth::logout::Logouts { core: core.clone() },
             housekeeping: Housekeeping { core },
             login,

@@ -46,6 +46,11 @@ impl Sessions {
     /// trip: revocations and memberships are known in memory (`LiveSessions`, `Directory`); a
     /// token without an organisation does not even look the account up.
     pub async fn authenticate(&self, access_token: &str) -> Result<Principal> {
+        if super::api_keys::is_api_key(access_token) {
+            // Verified, so that a bad key is a 401 as a bad token is; its use is noted only by
+            // the calls that accept it (`ApiKeys::authenticate`).
+            return Ok(self.core.live_key(access_token).await?.principal());
+        }
         let claims = self.core.tokens.verify_access_cached(access_token)?;
         // A client's token for itself names no person: it is for introspection and the services
         // that accept it, not for a person's calls.
@@ -60,6 +65,7 @@ impl Sessions {
         Ok(Principal {
             user_id: claims.sub,
             session_id: claims.sid,
+            api_key: None,
             multi_factor: claims.multi_factor,
             org,
             scopes: claims.scopes,
@@ -73,7 +79,8 @@ impl Sessions {
     /// consents).
     pub async fn authenticate_person(&self, access_token: &str) -> Result<Principal> {
         let who = self.authenticate(access_token).await?;
-        if who.scopes.is_some() {
+        // An API key has scopes too: it reaches the business API, never the account.
+        if who.scopes.is_some() || who.api_key.is_some() {
             return Err(Error::ClientToken);
         }
         Ok(who)

@@ -14,7 +14,7 @@ use authority::authority_host;
 use path::NormalPath;
 use rules::{AccessRules, Policy, Target};
 
-use crate::model::{Holder, Identity};
+use crate::model::Holder;
 
 /// What the proxy's headers said of the original request.
 #[derive(Debug, Clone)]
@@ -146,19 +146,31 @@ impl Policy {
     /// Whether the holder of a live token or session meets the policy. A client's token for
     /// itself (docs/api.md §12) is authenticated, and meets `clients` when it names the client;
     /// every policy about a person (a second factor, a verified address, roles) refuses it, as
-    /// it has none of them.
+    /// it has none of them. A personal API key is judged by its owner as they are now, except
+    /// that it never proves a second factor.
     pub fn admits(&self, holder: &Holder) -> bool {
         match (self, holder) {
             (Policy::Deny, _) => false,
             (Policy::Authenticated, _) => true,
             (Policy::Clients(ids), Holder::Client(client)) => ids.contains(&client.client_id),
-            (Policy::Clients(_), Holder::Person(_)) => false,
+            (Policy::Clients(_), Holder::Person(_) | Holder::Key(_)) => false,
             (_, Holder::Client(_)) => false,
-            (person_policy, Holder::Person(who)) => person_policy.admits_person(who),
+            (person_policy, Holder::Person(who)) => person_policy.admits_person(&Facts {
+                multi_factor: who.multi_factor,
+                email_verified: who.email_verified,
+                roles: &who.roles,
+                org: who.org.as_ref(),
+            }),
+            (person_policy, Holder::Key(key)) => person_policy.admits_person(&Facts {
+                multi_factor: false,
+                email_verified: key.email_verified,
+                roles: &key.roles,
+                org: key.org.as_ref(),
+            }),
         }
     }
 
-    fn admits_person(&self, who: &Identity) -> bool {
+    fn admits_person(&self, who: &Facts<'_>) -> bool {
         match self {
             Policy::Deny | Policy::Clients(_) => false,
             Policy::Authenticated => true,
@@ -168,7 +180,7 @@ impl Policy {
                 .iter()
                 .any(|r| who.roles.iter().any(|h| h == r.as_str())),
             // Roles in the token's active organisation, as they are now (docs/api.md §13).
-            Policy::OrgRoles(roles) => who.org.as_ref().is_some_and(|org| {
+            Policy::OrgRoles(roles) => who.org.is_some_and(|org| {
                 roles
                     .iter()
                     .any(|r| org.roles.iter().any(|h| h == r.as_str()))
@@ -177,9 +189,18 @@ impl Policy {
     }
 }
 
+/// What the policies about a person read, of a person's token, session or API key.
+struct Facts<'a> {
+    multi_factor: bool,
+    email_verified: bool,
+    roles: &'a [String],
+    org: Option<&'a crate::model::orgs::ActiveOrg>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::model::Identity;
 
     fn rules() -> Gate {
         Gate::new(

@@ -22,6 +22,7 @@ pub struct Secrets {
     cursor_mac: [u8; 32],
     client_mac: [u8; 32],
     passkey_decoy_mac: [u8; 32],
+    api_key_mac: [u8; 32],
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -46,6 +47,7 @@ impl Secrets {
             cursor_mac: derive(b"cursor/v1"),
             client_mac: derive(b"api-client-secret/v1"),
             passkey_decoy_mac: derive(b"passkey-decoy/v1"),
+            api_key_mac: derive(b"api-key/v1"),
         }
     }
 
@@ -94,6 +96,12 @@ impl Secrets {
     /// Keyed hash of an API client's secret, bound to the client's id.
     pub fn client_secret_hash(&self, client: &[u8], secret: &str) -> [u8; 32] {
         hmac(&self.client_mac, &[client, secret.as_bytes()])
+    }
+
+    /// Keyed hash of a personal API key (docs/api.md §12), the whole key as presented: all that
+    /// is stored of it, and what it is looked up by.
+    pub fn api_key_hash(&self, key: &str) -> [u8; 32] {
+        hmac(&self.api_key_mac, &[key.as_bytes()])
     }
 
     /// The stable, made-up credential id offered for an e-mail without passkeys, so that its

@@ -23,12 +23,12 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::cookies::cookie_values;
-use super::extract::bearer_token;
+use super::extract::{bearer_token, client_ip};
 use super::navigation::{forwarded_url, is_navigation, sign_in_url, single};
 use crate::authz::Described;
 use crate::authz::rules::Policy;
 use crate::error::Error;
-use crate::model::{Holder, Identity};
+use crate::model::{ClientInfo, Holder, Identity};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
@@ -66,7 +66,10 @@ enum Decisions {
 /// `Remote-Org-Roles` (the holder's roles in it now, comma-separated), `Remote-Client` (the
 /// client the token was issued to; empty for the person's own sign-in). A client's token for
 /// itself (`client_credentials`): `Remote-User` and `Remote-Client` = the client id, `Remote-Org`
-/// its organisation if bound to one, the others empty. 401 for no, a bad, an
+/// its organisation if bound to one, the others empty. A personal API key (`ghk_…`):
+/// `Remote-User` the owner, with the owner's current e-mail, name and roles, `Remote-Key` the
+/// key's id (empty for anything else), `Remote-Org` the key's organisation, `Remote-Session` and
+/// `Remote-Client` empty. 401 for no, a bad, an
 /// expired or a revoked token or session cookie; 403 when an access rule denies. A browser's
 /// navigation (GET or HEAD preferring `text/html`) without a valid token or cookie, or whose
 /// cookie session lacks the second factor a `two_factor` rule asks for, gets 302 to
@@ -173,7 +176,11 @@ async fn decide(
         );
     }
     let (holder, by_cookie) = if let Some(token) = bearer_token(headers) {
-        match state.auth.guard.identify(token).await {
+        let client = ClientInfo {
+            ip: Some(client_ip(peer.ip(), headers, &state.trusted_proxies)),
+            user_agent: None,
+        };
+        match state.auth.guard.identify_from(token, Some(&client)).await {
             Ok(holder) => (holder, false),
             Err(error) => return refused(error),
         }
@@ -326,10 +333,14 @@ fn allowed(holder: &Holder) -> Response {
     // own sign-in and a session cookie.
     let client = holder.client().map(|c| c.to_string()).unwrap_or_default();
     headers.insert("remote-client", header_text(&client));
-    // The personal API key a token is (docs/api.md §12); none of these is one. Sent empty all
-    // the same: Caddy's `copy_headers` passes a header the answer lacks on as its placeholder
-    // text (`{http.reverse_proxy.header.Remote-Key}`).
-    headers.insert("remote-key", HeaderValue::from_static(""));
+    // The personal API key (docs/api.md §12); empty for anything else, and sent all the same:
+    // Caddy's `copy_headers` passes a header the answer lacks on as its placeholder text
+    // (`{http.reverse_proxy.header.Remote-Key}`).
+    let key = match holder {
+        Holder::Key(key) => key.key_id.to_string(),
+        _ => String::new(),
+    };
+    headers.insert("remote-key", header_text(&key));
     let empty = || HeaderValue::from_static("");
     match holder {
         Holder::Person(who) => {
@@ -362,6 +373,22 @@ fn allowed(holder: &Holder) -> Response {
             }
             let org = client.org_id.map(|o| o.to_string()).unwrap_or_default();
             headers.insert("remote-org", header_text(&org));
+        }
+        // The key's owner as they are now; a key belongs to no session. Its organisation (the
+        // one it was made for), with the owner's roles in it now.
+        Holder::Key(key) => {
+            headers.insert("remote-email", header_text(&key.email));
+            let verified = if key.email_verified { "true" } else { "false" };
+            headers.insert("remote-email-verified", HeaderValue::from_static(verified));
+            headers.insert("remote-name", header_text(&key.full_name));
+            headers.insert("remote-groups", header_text(&key.roles.join(",")));
+            headers.insert("remote-session", empty());
+            let (org, org_roles) = match &key.org {
+                Some(org) => (org.id.to_string(), org.roles.join(",")),
+                None => (String::new(), String::new()),
+            };
+            headers.insert("remote-org", header_text(&org));
+            headers.insert("remote-org-roles", header_text(&org_roles));
         }
     }
     response

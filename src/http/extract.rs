@@ -195,8 +195,9 @@ impl FromRequestParts<AppState> for AuthUser {
     }
 }
 
-/// The caller of a business call: the person's own token, or a client's within its scopes (the
-/// handler checks them: `Principal::allows`).
+/// The caller of a business call: the person's own token, a client's, or a personal API key
+/// (docs/api.md §12), the last two within their scopes (the handler checks them:
+/// `Principal::allows`).
 pub struct ApiUser(pub Principal);
 
 impl FromRequestParts<AppState> for ApiUser {
@@ -204,6 +205,17 @@ impl FromRequestParts<AppState> for ApiUser {
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
         let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
+        if crate::auth::api_keys::is_api_key(token) {
+            // A key's use is noted with the caller's address (a new one is audited).
+            let token = token.to_owned();
+            let Client(client) = Client::from_request_parts(parts, state).await?;
+            return state
+                .auth
+                .api_keys
+                .authenticate(&token, &client)
+                .await
+                .map(ApiUser);
+        }
         state.auth.sessions.authenticate(token).await.map(ApiUser)
     }
 }

@@ -46,6 +46,10 @@ pub enum Notice {
     AddressChanged,
     PasskeyAdded,
     PasskeyRemoved,
+    /// A personal API key was made (docs/api.md §12).
+    ApiKeyCreated,
+    /// A personal API key was deleted, by the owner or an admin.
+    ApiKeyDeleted,
     /// A verification link came back to an address never verified before (sent only when that
     /// removed something: the notice lists it).
     AddressVerified,
@@ -66,6 +70,8 @@ impl Notice {
             Notice::AddressChanged => "address_changed",
             Notice::PasskeyAdded => "passkey_added",
             Notice::PasskeyRemoved => "passkey_removed",
+            Notice::ApiKeyCreated => "api_key_created",
+            Notice::ApiKeyDeleted => "api_key_deleted",
             Notice::AddressVerified => "address_verified",
             Notice::AddressInUse => "address_in_use",
         }
@@ -82,6 +88,8 @@ impl Notice {
             Notice::AddressChanged => "your e-mail address was changed",
             Notice::PasskeyAdded => "a passkey was added",
             Notice::PasskeyRemoved => "a passkey was removed",
+            Notice::ApiKeyCreated => "an API key was created",
+            Notice::ApiKeyDeleted => "an API key was deleted",
             Notice::AddressVerified => "your address is confirmed",
             Notice::AddressInUse => "someone tried to use this address",
         }
@@ -118,6 +126,12 @@ impl Notice {
             }
             Notice::PasskeyAdded => "A passkey was added to your account.",
             Notice::PasskeyRemoved => "A passkey was removed from your account.",
+            Notice::ApiKeyCreated => {
+                "An API key was created for your account: it works for scripts and integrations \
+                 until it expires or is deleted. If this was not you, delete it on your account \
+                 page and change your password."
+            }
+            Notice::ApiKeyDeleted => "An API key of your account was deleted: it no longer works.",
             Notice::AddressVerified => {
                 "The e-mail address of your account was confirmed with the link sent to it."
             }

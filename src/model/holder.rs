@@ -1,10 +1,11 @@
 //! Who holds a live access token, as a guarded service is told (forward-auth, introspection): a
 //! person, or a client holding a token for itself (`client_credentials`, docs/api.md §12), which
-//! names no person and so has no e-mail, roles, session or second factor.
+//! names no person and so has no e-mail, roles, session or second factor, or a person's API key
+//! (§12), which speaks for its owner within its scopes but belongs to no session.
 
 use uuid::Uuid;
 
-use super::Identity;
+use super::{Identity, KeyIdentity};
 
 #[derive(Debug, Clone)]
 pub enum Holder {
@@ -12,6 +13,8 @@ pub enum Holder {
     Person(Identity),
     /// A client for itself.
     Client(ClientIdentity),
+    /// A person's API key.
+    Key(KeyIdentity),
 }
 
 /// A client holding a token for itself, as registered now.
@@ -28,6 +31,7 @@ impl Holder {
         match self {
             Holder::Person(who) => who.user_id,
             Holder::Client(client) => client.client_id,
+            Holder::Key(key) => key.user_id,
         }
     }
 
@@ -37,6 +41,7 @@ impl Holder {
         match self {
             Holder::Person(who) => who.client,
             Holder::Client(client) => Some(client.client_id),
+            Holder::Key(_) => None,
         }
     }
 }

@@ -2,6 +2,7 @@
 //! flows (`auth`, `crm`, `mail`) decide with them, and `http` turns them into answers. A leaf: it
 //! depends on nothing of the crate, so every floor above can share it.
 
+pub mod api_keys;
 pub mod clients;
 pub mod contacts;
 pub mod holder;
@@ -14,6 +15,7 @@ pub mod redirect;
 pub mod sessions;
 pub mod users;
 
+pub use api_keys::{ApiKey, KeyIdentity, NewApiKey};
 pub use clients::{Client, ClientOrigin, ClientType, GrantType};
 pub use holder::{ClientIdentity, Holder};
 pub use sessions::{

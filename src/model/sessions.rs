@@ -115,7 +115,11 @@ pub struct Identity {
 #[derive(Debug, Clone)]
 pub struct Principal {
     pub user_id: Uuid,
+    /// The token's session. For an API key (docs/api.md §12), which has none, the key's id:
+    /// no call that reads the session accepts a key (`Sessions::authenticate_person`).
     pub session_id: Uuid,
+    /// The personal API key making the call; `None` for an access token.
+    pub api_key: Option<Uuid>,
     /// The session's login had a second factor.
     pub multi_factor: bool,
     /// The token's active organisation, its membership checked live (`Guard::active_org`).
@@ -145,6 +149,24 @@ impl ApiScopes {
             contacts_read: has(Self::CONTACTS_READ),
             contacts_write: has(Self::CONTACTS_WRITE),
         }
+    }
+
+    /// Every resource scope of the business API, in the order they are written.
+    pub const ALL: [&'static str; 2] = [Self::CONTACTS_READ, Self::CONTACTS_WRITE];
+
+    /// The scopes held, as RFC 6749 §3.3 writes them (space-separated, in `ALL`'s order).
+    pub fn scope_string(self) -> String {
+        self.names().join(" ")
+    }
+
+    /// The scopes held, in `ALL`'s order.
+    pub fn names(self) -> Vec<&'static str> {
+        let held = [self.contacts_read, self.contacts_write];
+        Self::ALL
+            .iter()
+            .zip(held)
+            .filter_map(|(name, held)| held.then_some(*name))
+            .collect()
     }
 }
 

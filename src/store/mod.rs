@@ -14,6 +14,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, Sq
 use pool::Pool;
 
 pub mod admin;
+pub mod api_keys;
 pub mod audit;
 mod backup;
 pub mod challenges;

@@ -114,6 +114,12 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("post", "/oauth2/revoke", false),
     ("get", "/oauth2/end-session", false),
     ("post", "/oauth2/end-session", false),
+    // §12: personal API keys
+    ("post", "/api/v1/auth/api-keys", true),
+    ("get", "/api/v1/auth/api-keys", true),
+    ("delete", "/api/v1/auth/api-keys/{id}", true),
+    ("get", "/api/v1/admin/users/{id}/api-keys", true),
+    ("delete", "/api/v1/admin/users/{id}/api-keys/{keyId}", true),
 ];
 
 /// Forward-auth (docs/api.md §6): any method a proxy may use, a bearer token, no envelope.

@@ -18,6 +18,8 @@ mod upstream;
 mod abuse;
 mod address_proof;
 mod admin;
+mod api_keys;
+mod api_keys_use;
 mod backup;
 mod book;
 mod browser;

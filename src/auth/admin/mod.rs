@@ -91,6 +91,7 @@ impl Admin {
         Ok(Principal {
             user_id: identity.user_id,
             session_id: identity.session_id,
+            api_key: None,
             multi_factor: identity.multi_factor,
             org: identity.org,
             scopes: None,

@@ -13,6 +13,7 @@ use crate::auth::admin::Operator;
 use crate::error::{Error, Result, Validator};
 use crate::model::{ClientInfo, Principal};
 
+mod api_keys;
 mod audit;
 mod clients;
 mod orgs;
@@ -27,6 +28,7 @@ const MAX_LIMIT: u32 = 200;
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(users::router())
+        .merge(api_keys::router())
         .merge(audit::router())
         .merge(orgs::router())
         .merge(clients::router())

@@ -9,6 +9,7 @@ use super::AppState;
 use crate::error::{Result, Validator};
 
 mod account;
+pub mod api_keys;
 mod browser;
 mod consents;
 mod login;
@@ -29,6 +30,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(reauth::router())
         .merge(two_factor::router())
         .merge(passkeys::router())
+        .merge(api_keys::router())
         .merge(mail::router())
 }
 

@@ -16,7 +16,7 @@ use super::{OAuthError, calling_client, form_parameters, oauth_error, single};
 use crate::auth::Introspection;
 use crate::http::AppState;
 use crate::http::extract::client_ip;
-use crate::model::Holder;
+use crate::model::{Holder, KeyIdentity};
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(introspect))
@@ -67,12 +67,14 @@ struct IntrospectionAnswer {
     #[schema(format = Uuid)]
     jti: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// `Bearer` for an access token, `api_key` for a personal API key (docs/api.md §12).
     #[schema(example = "Bearer")]
     token_type: Option<&'static str>,
     /// The client the token was issued to (RFC 7662 §2.2); absent for the person's own sign-in.
     #[serde(skip_serializing_if = "Option::is_none")]
     client_id: Option<String>,
-    /// The scopes granted to that client, space-separated; absent for the person's own sign-in.
+    /// The scopes granted to that client (or an API key), space-separated; absent for the
+    /// person's own sign-in.
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "openid contacts:read")]
     scope: Option<String>,
@@ -85,7 +87,9 @@ struct IntrospectionAnswer {
 /// in the form (`client_secret_post`); public clients may not introspect. A live access token answers its claims with the account's
 /// current e-mail, name and roles; a client's token for itself (`client_credentials`) answers
 /// `sub` = `client_id` = the client, its `scope` and (bound to one) `org_id`, while the client
-/// keeps the grant; anything else (expired, revoked, a refresh token, garbage)
+/// keeps the grant; a personal API key (`ghk_…`) answers `sub`, `username` and the owner's
+/// current name and roles, its `scope`, `token_type: "api_key"`, `org_id` when it names an
+/// organisation and `exp` when it expires; anything else (expired, revoked, a refresh token, garbage)
 /// answers `{"active": false}` alone. Wrong client credentials count against the caller's address
 /// like failed logins.
 #[utoipa::path(post, path = "/oauth2/introspect", tag = "oauth",
@@ -123,7 +127,10 @@ async fn introspect(
 /// A live token's answer. A client's token for itself (docs/api.md §12) names no person: `sub`
 /// and `client_id` are the client, and there is no e-mail, name, roles, session or `amr`.
 fn answer(live: Introspection) -> IntrospectionAnswer {
-    let claims = live.claims;
+    let (claims, holder) = match live {
+        Introspection::Token { claims, holder } => (claims, holder),
+        Introspection::Key(key) => return key_answer(key),
+    };
     let common = IntrospectionAnswer {
         active: true,
         sub: Some(claims.sub.to_string()),
@@ -137,7 +144,8 @@ fn answer(live: Introspection) -> IntrospectionAnswer {
         scope: claims.scope,
         ..IntrospectionAnswer::default()
     };
-    match live.holder {
+    match holder {
+        Holder::Key(key) => key_answer(key),
         Holder::Client(client) => IntrospectionAnswer {
             org_id: client.org_id.map(|o| o.to_string()),
             ..common
@@ -153,5 +161,24 @@ fn answer(live: Introspection) -> IntrospectionAnswer {
             amr: Some(claims.amr),
             ..common
         },
+    }
+}
+
+/// A personal API key's answer (docs/api.md §12): its owner as they are now, its scopes, and
+/// `exp` when it expires; no session, `amr`, `iss` or `aud` (it is no JWT).
+fn key_answer(key: KeyIdentity) -> IntrospectionAnswer {
+    IntrospectionAnswer {
+        active: true,
+        sub: Some(key.user_id.to_string()),
+        username: Some(key.email),
+        email_verified: Some(key.email_verified),
+        name: Some(key.full_name),
+        roles: Some(key.roles),
+        org_id: key.org.as_ref().map(|o| o.id.to_string()),
+        org_roles: key.org.map(|o| o.roles),
+        exp: key.expires_at.map(|ms| ms.div_euclid(1000)),
+        token_type: Some("api_key"),
+        scope: Some(key.scopes.scope_string()),
+        ..IntrospectionAnswer::default()
     }
 }
