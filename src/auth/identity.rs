@@ -34,7 +34,8 @@ fn active_in(profile: &Profile, org: Uuid) -> Option<ActiveOrg> {
 #[derive(Debug)]
 pub enum Introspection {
     Token {
-        claims: AccessClaims,
+        // Boxed: the claims are most of the size, and a key's answer has none.
+        claims: Box<AccessClaims>,
         holder: Holder,
     },
     Key(KeyIdentity),
@@ -150,7 +151,7 @@ impl Guard {
         if claims.client_id.as_deref() == Some(claims.sub.to_string().as_str()) {
             let client = self.client_itself(claims.sub, claims.org_id).await?;
             return Ok(client.map(|client| Introspection::Token {
-                claims,
+                claims: Box::new(claims),
                 holder: Holder::Client(client),
             }));
         }
@@ -186,7 +187,7 @@ impl Guard {
                 .and_then(|c| Uuid::parse_str(c).ok()),
         };
         Ok(Some(Introspection::Token {
-            claims,
+            claims: Box::new(claims),
             holder: Holder::Person(identity),
         }))
     }

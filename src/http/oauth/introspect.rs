@@ -128,7 +128,7 @@ async fn introspect(
 /// and `client_id` are the client, and there is no e-mail, name, roles, session or `amr`.
 fn answer(live: Introspection) -> IntrospectionAnswer {
     let (claims, holder) = match live {
-        Introspection::Token { claims, holder } => (claims, holder),
+        Introspection::Token { claims, holder } => (*claims, holder),
         Introspection::Key(key) => return key_answer(key),
     };
     let common = IntrospectionAnswer {
