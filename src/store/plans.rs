@@ -8,6 +8,7 @@
 use sqlx::{Connection as _, Executor as _, Row as _};
 
 use super::admin::{USERS_PAGE, USERS_PAGE_AFTER, USERS_SEARCH, USERS_SEARCH_AFTER};
+use super::api_keys::{API_KEY_BY_HASH, TOUCH_API_KEY};
 use super::challenges::{CHALLENGE_USER, COMPLETE_CHALLENGE, TAKE_CHALLENGE_ATTEMPT};
 use super::contacts::{
     LIST_CONTACTS, LIST_CONTACTS_AFTER, LIST_CONTACTS_SEARCH, LIST_CONTACTS_SEARCH_AFTER, ORG_LISTS,
@@ -161,6 +162,18 @@ fn cases() -> Vec<Case> {
             uuid_time,
         ),
         case(
+            "API key by its hash (bearer calls, forward-auth)",
+            API_KEY_BY_HASH,
+            "bytea",
+            "'\\x00'",
+        ),
+        case(
+            "API key use written",
+            TOUCH_API_KEY,
+            "uuid, bigint, bigint",
+            "'0190a000-0000-7000-8000-000000000000', 5, 4",
+        ),
+        case(
             "session cookie: its session (forward-auth)",
             COOKIE_SESSION,
             "bytea",
@@ -309,6 +322,8 @@ WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20)
 INSERT INTO org_contacts (id, owner_id, full_name, search_text, created_at, updated_at)
 SELECT {id}, o.id, 'C', 'c' || n.i, o.created_at, o.created_at
 FROM orgs o JOIN n ON o.created_at <= 2500;
+INSERT INTO api_keys (id, user_id, name, prefix, key_hash, scopes, created_at)
+SELECT {id}, id, 'k', 'p', {bytes}, 'contacts:read', created_at FROM users WHERE created_at % 2 = 0;
 INSERT INTO api_clients (id, name, secret_hash, created_at) SELECT {id}, 'c', {bytes}, 0
 FROM users WHERE created_at = 1;
 INSERT INTO oauth_codes (code_hash, client_id, user_id, parent_id, redirect_uri, code_challenge,
