@@ -111,6 +111,42 @@ export interface Session {
   current: boolean;
 }
 
+/** A personal API key as listed (docs/api.md §12): never the key itself. */
+export interface ApiKey {
+  id: string;
+  name: string;
+  /** The first 8 characters after `ghk_`. */
+  prefix: string;
+  scopes: string[];
+  /** The organisation whose contacts the key works with; `null`: the owner's own. */
+  orgId: string | null;
+  /** `null`: never expires. */
+  expiresAt: string | null;
+  createdAt: string;
+  /** `null` before its first use; at most a minute behind. */
+  lastUsedAt: string | null;
+}
+
+/** A key just made: `key` (`ghk_…`) is shown this once. */
+export interface NewApiKey {
+  id: string;
+  name: string;
+  key: string;
+  scopes: string[];
+  orgId: string | null;
+  expiresAt: string | null;
+  createdAt: string;
+}
+
+export interface ApiKeyOptions {
+  /** Scopes of the business API; both contacts scopes when left out. */
+  scopes?: string[];
+  /** When the key stops working (RFC 3339 or a Date); never when left out. */
+  expiresAt?: string | Date;
+  /** One of the caller's organisations. */
+  orgId?: string;
+}
+
 export interface Passkey {
   id: string;
   name: string;
@@ -264,6 +300,11 @@ export class Gatehouse {
   listPasskeys(): Promise<Passkey[]>;
   renamePasskey(id: string, name: string): Promise<Passkey>;
   deletePasskey(id: string): Promise<void>;
+
+  /** `password` may be undefined while the session is re-authenticated. */
+  createApiKey(name: string, password: string | undefined, options?: ApiKeyOptions): Promise<NewApiKey>;
+  listApiKeys(): Promise<ApiKey[]>;
+  deleteApiKey(id: string): Promise<void>;
 
   deleteAccount(password: string, code?: string): Promise<void>;
 

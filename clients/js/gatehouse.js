@@ -403,6 +403,31 @@ export class Gatehouse {
   }
 
   /**
+   * Makes a personal API key (docs/api.md §12) → `{id, name, key, scopes, orgId, expiresAt,
+   * createdAt}`; `key` (`ghk_…`) is in this answer only. `password` may be left out while the
+   * session is re-authenticated. Options: `scopes` (default both contacts scopes), `expiresAt`
+   * (RFC 3339 or a Date), `orgId`.
+   */
+  async createApiKey(name, password, { scopes, expiresAt, orgId } = {}) {
+    const body = { name };
+    if (password) body.password = password;
+    if (scopes !== undefined) body.scopes = scopes;
+    if (expiresAt !== undefined) body.expiresAt = expiresAt instanceof Date ? expiresAt.toISOString() : expiresAt;
+    if (orgId !== undefined) body.orgId = orgId;
+    return this.request("POST", "/auth/api-keys", body);
+  }
+
+  /** The account's API keys, newest first (never the keys themselves). */
+  async listApiKeys() {
+    return (await this.request("GET", "/auth/api-keys")).items;
+  }
+
+  /** Deletes one of the account's API keys: it stops working within 2 s everywhere. */
+  async deleteApiKey(id) {
+    await this.request("DELETE", `/auth/api-keys/${encodeURIComponent(id)}`);
+  }
+
+  /**
    * Deletes the account (password, plus a TOTP or recovery code when 2FA is on) and signs this
    * client out.
    */

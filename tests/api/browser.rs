@@ -23,6 +23,7 @@ mod web_apps;
 both_backends!(
     the_account_page_switches_and_manages_organisations,
     the_account_page_lists_and_removes_connected_applications,
+    the_account_page_makes_shows_once_and_deletes_api_keys,
     organisation_invitations_land_on_their_page,
     signing_in_with_and_without_two_factor,
     pages_fit_a_phone_and_work_by_keyboard,
@@ -358,6 +359,19 @@ async fn the_account_page_lists_and_removes_connected_applications(backend: Back
         .await;
     scenario(&site, "apps", "ann@example.com", &[]).await;
     let left: i64 = site.app.scalar("SELECT COUNT(*) FROM oauth_consents").await;
+    assert_eq!(left, 0);
+}
+
+/// API keys on the account page (docs/api.md §12): made (the password confirmed once), shown
+/// once, listed by prefix, deleted (tests/browser/keys.mjs).
+async fn the_account_page_makes_shows_once_and_deletes_api_keys(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let site = site(backend, SettingsArgs::default()).await;
+    site.app.create_user("ann@example.com", PASSWORD).await;
+    scenario(&site, "keys", "ann@example.com", &[]).await;
+    let left: i64 = site.app.scalar("SELECT COUNT(*) FROM api_keys").await;
     assert_eq!(left, 0);
 }
 

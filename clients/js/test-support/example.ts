@@ -14,6 +14,8 @@ import {
   type Org,
   type OrgInvitation,
   type OrgMember,
+  type ApiKey,
+  type NewApiKey,
   type Passkey,
   type Profile,
   type Session,
@@ -101,6 +103,12 @@ async function everythingElse(tokenSet: TokenSet): Promise<void> {
   const passkeys: Passkey[] = await gh.listPasskeys();
   const renamed: Passkey = await gh.renamePasskey(added.id, "Work laptop");
   await gh.deletePasskey(passkeys[0]?.id ?? renamed.id);
+  const made: NewApiKey = await gh.createApiKey("Nightly export", "a long passphrase", {
+    scopes: ["contacts:read"],
+    expiresAt: new Date(Date.now() + 86_400_000),
+  });
+  const keys: ApiKey[] = await gh.listApiKeys();
+  await gh.deleteApiKey(keys[0]?.id ?? made.id);
   const viaPasskey: User = await gh.passkeyLogin();
   const invited: User = await gh.acceptInvitation("mailed-token", "a long passphrase");
   const used: User = gh.useTokenSet(tokenSet);

@@ -44,6 +44,7 @@ pub const SECTIONS: &[Section] = &[
     section!("security", "Security"),
     section!("sessions", "Sessions"),
     section!("apps", "Connected applications"),
+    section!("keys", "API keys"),
     section!("orgs", "Organisations"),
     section!("delete", "Delete account"),
 ];
