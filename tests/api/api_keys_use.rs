@@ -188,9 +188,14 @@ async fn a_key_is_refused_where_only_the_persons_own_sign_in_counts(backend: Bac
             "{path}: {challenge}"
         );
     }
-    // A key cannot make keys, nor change the password.
+    // A key cannot make keys, and neither can a token the person gave a client.
     let body = json!({ "name": "more", "password": crate::helpers::PASSWORD });
-    app.call(Method::POST, KEYS, Some(&key), Some(body))
+    app.call(Method::POST, KEYS, Some(&key), Some(body.clone()))
+        .await
+        .error(403, "INSUFFICIENT_SCOPE");
+    let reports = crate::client_tokens::service(&app, "reports");
+    let given = crate::client_tokens::given_to(&app, &token, &reports).await;
+    app.call(Method::POST, KEYS, Some(&given), Some(body))
         .await
         .error(403, "INSUFFICIENT_SCOPE");
     // Never a refresh token, nor a grant at the token endpoint.
