@@ -23,7 +23,7 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::cookies::cookie_values;
-use super::extract::{bearer_token, client_ip};
+use super::extract::{USER_AGENT_MAX, bearer_token, client_ip};
 use super::navigation::{forwarded_url, is_navigation, sign_in_url, single};
 use crate::authz::Described;
 use crate::authz::rules::Policy;
@@ -176,9 +176,12 @@ async fn decide(
         );
     }
     let (holder, by_cookie) = if let Some(token) = bearer_token(headers) {
+        // Where the request came from, for a key's first use from an address (the audit trail):
+        // behind a trusted proxy, the address it forwards.
         let client = ClientInfo {
             ip: Some(client_ip(peer.ip(), headers, &state.trusted_proxies)),
-            user_agent: None,
+            user_agent: single(headers, "user-agent")
+                .map(|ua| ua.chars().take(USER_AGENT_MAX).collect()),
         };
         match state.auth.guard.identify_from(token, Some(&client)).await {
             Ok(holder) => (holder, false),

@@ -271,7 +271,7 @@ impl<S: Send + Sync> FromRequestParts<S> for PathIds {
 pub struct Client(pub ClientInfo);
 
 /// A user agent longer than this is cut: it is shown in session lists, not parsed.
-const USER_AGENT_MAX: usize = 512;
+pub(crate) const USER_AGENT_MAX: usize = 512;
 
 impl FromRequestParts<AppState> for Client {
     type Rejection = Error;
