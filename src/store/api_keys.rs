@@ -74,24 +74,36 @@ pub struct NewKeyRecord<'a> {
 }
 
 impl Store {
-    /// Keeps a new key unless its owner has `limit` already; false then.
+    /// Keeps a new key unless its owner has `limit` already; false then. The owner's row is
+    /// locked first: under PostgreSQL's READ COMMITTED two creations at once would each count
+    /// the other's key as absent and both pass the limit (SQLite's one writer serialises anyway).
     pub async fn insert_api_key(&self, new: &NewKeyRecord<'_>) -> Result<bool> {
         let k = new.record;
         let scopes = k.scopes.scope_string();
-        on_write_pool!(self, |pool| sqlx::query(INSERT_API_KEY)
-            .bind(k.id)
-            .bind(k.user_id)
-            .bind(&k.name)
-            .bind(&k.prefix)
-            .bind(new.key_hash)
-            .bind(&scopes)
-            .bind(k.org_id)
-            .bind(k.expires_at)
-            .bind(k.created_at)
-            .bind(new.limit)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected() == 1))
+        on_write_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            sqlx::query("UPDATE users SET updated_at = updated_at WHERE id = $1")
+                .bind(k.user_id)
+                .execute(&mut *tx)
+                .await?;
+            let kept = sqlx::query(INSERT_API_KEY)
+                .bind(k.id)
+                .bind(k.user_id)
+                .bind(&k.name)
+                .bind(&k.prefix)
+                .bind(new.key_hash)
+                .bind(&scopes)
+                .bind(k.org_id)
+                .bind(k.expires_at)
+                .bind(k.created_at)
+                .bind(new.limit)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                == 1;
+            tx.commit().await?;
+            Ok(kept)
+        })
     }
 
     /// The key whose keyed hash is `hash`, expired or not.
