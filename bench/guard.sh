@@ -54,6 +54,12 @@ serve_bench $BASE
 ACCESS=$(curl -sf $BASE/api/v1/auth/login -H 'Content-Type: application/json' \
   -d "{\"email\":\"bench@example.com\",\"password\":\"$PASSWORD\"}" | jq -r .data.accessToken)
 
+# A personal API key (docs/api.md §12) of the same account: forward-auth looks it up by its keyed
+# hash and believes it for 1 s, where a JWT is verified by its signature.
+API_KEY=$(curl -sf $BASE/api/v1/auth/api-keys -H 'Content-Type: application/json' \
+  -H "Authorization: Bearer $ACCESS" \
+  -d "{\"name\":\"bench\",\"password\":\"$PASSWORD\"}" | jq -r .data.key)
+
 cat >"$WORK/introspect.lua" <<EOF
 wrk.method = "POST"
 wrk.body = "token=$ACCESS"
@@ -101,6 +107,9 @@ echo "| scenario ($BACKEND) | connections | requests/s | p50 | p99 | errors |"
 echo "|---|---|---|---|---|---|"
 echo "| healthz | $CONNECTIONS | $(wrk_row "${WRK[@]}" $BASE/healthz) |"
 echo "| forward-auth (Caddy/Traefik headers, a role rule) | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${FWD[@]}" $BASE/api/v1/authz/forward-auth) |"
+KEY=(-H "Authorization: Bearer $API_KEY" -H "X-Forwarded-Method: GET" -H "X-Forwarded-Host: app.example.com"
+  -H "X-Forwarded-Uri: /admin/reports?page=2")
+echo "| forward-auth with an API key (the same rule) | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${KEY[@]}" $BASE/api/v1/authz/forward-auth) |"
 echo "| auth-request (nginx headers, a role rule) | $CONNECTIONS | $(wrk_row "${WRK[@]}" "${ORIG[@]}" $BASE/api/v1/authz/auth-request) |"
 echo "| introspection (client_secret_basic) | $CONNECTIONS | $(wrk_row "${WRK[@]}" -s "$WORK/introspect.lua" $BASE/oauth2/introspect) |"
 echo "| nginx → upstream | $CONNECTIONS | $(wrk_row "${WRK[@]}" http://127.0.0.1:18091/admin/reports) |"
