@@ -106,7 +106,7 @@ impl Guard {
             roles: profile.roles.clone(),
             multi_factor: verified.multi_factor,
             org,
-            client: verified.client,
+            client: verified.client.as_deref().map(str::to_owned),
         }))
     }
 
@@ -181,10 +181,7 @@ impl Guard {
             roles: profile.roles.clone(),
             multi_factor: is_multi_factor(&claims.amr),
             org,
-            client: claims
-                .client_id
-                .as_deref()
-                .and_then(|c| Uuid::parse_str(c).ok()),
+            client: claims.client_id.clone(),
         };
         Ok(Some(Introspection::Token {
             claims: Box::new(claims),

@@ -98,7 +98,7 @@ pub struct RefreshClaims {
 
 /// Issues and verifies the service's tokens.
 /// An access token already verified: what a bearer call needs of it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Verified {
     pub sub: Uuid,
     pub sid: Uuid,
@@ -109,8 +109,9 @@ pub struct Verified {
     pub org: Option<Uuid>,
     /// A client's token for itself (`client_credentials`: `sub` is the client, not a person).
     pub client_only: bool,
-    /// The client the token was issued to (`client_id`); `None` for the person's own sign-in.
-    pub client: Option<Uuid>,
+    /// The client the token was issued to, its `client_id` as the token names it (a UUID, or the
+    /// URL of a client ID metadata document); `None` for the person's own sign-in.
+    pub client: Option<Arc<str>>,
     /// Its `scope` claim's business-API scopes; `None` without the claim (not limited).
     pub scopes: Option<ApiScopes>,
     /// Its `aud` is one of `GATEHOUSE_OAUTH_RESOURCES` rather than `GATEHOUSE_AUDIENCE`: a token
@@ -121,8 +122,8 @@ pub struct Verified {
     generation: u64,
 }
 
-/// Verified access tokens remembered at most. An entry is ~90 bytes (the token's SHA-256, the
-/// claims, the table's overhead), so the cache stays under ~10 MiB.
+/// Verified access tokens remembered at most. An entry is ~110 bytes (the token's SHA-256, the
+/// claims, the table's overhead; a client's id beside it), so the cache stays under ~12 MiB.
 const VERIFIED_CAPACITY: usize = 100_000;
 
 pub struct Tokens {
@@ -303,7 +304,7 @@ impl Tokens {
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .get(&key)
-            .copied()
+            .cloned()
             .filter(|v| v.generation == generation);
         if let Some(verified) = cached {
             return if expired(verified.exp, now) {
@@ -320,10 +321,7 @@ impl Tokens {
             multi_factor: is_multi_factor(&claims.amr),
             org: claims.org_id,
             client_only: claims.client_id.as_deref() == Some(claims.sub.to_string().as_str()),
-            client: claims
-                .client_id
-                .as_deref()
-                .and_then(|c| Uuid::parse_str(c).ok()),
+            client: claims.client_id.as_deref().map(Arc::from),
             scopes: claims.scope.as_deref().map(ApiScopes::parse),
             for_resource: claims.aud != self.audience,
             generation,
@@ -336,7 +334,7 @@ impl Tokens {
                 cache.clear();
             }
         }
-        cache.insert(key, verified);
+        cache.insert(key, verified.clone());
         Ok(verified)
     }
 

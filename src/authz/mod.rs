@@ -280,7 +280,7 @@ mod tests {
         assert!(at("/export").admits(&client(reports)));
         assert!(!at("/export").admits(&client(other)));
         let mut given_to_reports = person(&["admin"], true);
-        given_to_reports.client = Some(reports);
+        given_to_reports.client = Some(reports.to_string());
         assert!(!at("/export").admits(&Holder::Person(given_to_reports)));
         assert!(at("/open").admits(&client(other)));
         for path in ["/2fa", "/verified", "/admin", "/sales", "/no"] {

@@ -334,7 +334,7 @@ fn allowed(holder: &Holder) -> Response {
     // The client the token was issued to (docs/api.md §12): the client itself for its own token,
     // the client acting for the person for a token the person gave it; empty for the person's
     // own sign-in and a session cookie.
-    let client = holder.client().map(|c| c.to_string()).unwrap_or_default();
+    let client = holder.client().unwrap_or_default();
     headers.insert("remote-client", header_text(&client));
     // The personal API key (docs/api.md §12); empty for anything else, and sent all the same:
     // Caddy's `copy_headers` passes a header the answer lacks on as its placeholder text

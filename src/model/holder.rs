@@ -37,10 +37,10 @@ impl Holder {
 
     /// The client the token was issued to (`Remote-Client`): the client itself, or the client a
     /// person's token was given to; `None` for the person's own sign-in.
-    pub fn client(&self) -> Option<Uuid> {
+    pub fn client(&self) -> Option<String> {
         match self {
-            Holder::Person(who) => who.client,
-            Holder::Client(client) => Some(client.client_id),
+            Holder::Person(who) => who.client.clone(),
+            Holder::Client(client) => Some(client.client_id.to_string()),
             Holder::Key(_) => None,
         }
     }

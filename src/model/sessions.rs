@@ -106,9 +106,10 @@ pub struct Identity {
     pub multi_factor: bool,
     /// The token's active organisation, with the holder's roles in it now.
     pub org: Option<super::orgs::ActiveOrg>,
-    /// The client the person's token was given to (docs/api.md §11); `None` for the person's
-    /// own sign-in and for a session cookie.
-    pub client: Option<Uuid>,
+    /// The client the person's token was given to (docs/api.md §11), its `client_id` (a UUID,
+    /// or a metadata document's URL, §12); `None` for the person's own sign-in and for a session
+    /// cookie.
+    pub client: Option<String>,
 }
 
 /// The caller of a bearer call, from a verified access token of a live session.

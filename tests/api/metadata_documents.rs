@@ -13,6 +13,7 @@ use axum::response::{IntoResponse, Response};
 use gatehouse::config::SettingsArgs;
 use serde_json::{Value, json};
 
+use crate::guard::{FORWARD_AUTH, ask};
 use crate::helpers::{Backend, TestApp, both_backends, claims};
 use crate::oauth_helpers::{REDIRECT, authorize, param, pkce, provider_app, token};
 
@@ -179,6 +180,17 @@ async fn a_metadata_document_client_completes_the_code_flow(backend: Backend) {
         claims(tokens["access_token"].as_str().unwrap())["client_id"],
         json!(client_id)
     );
+    // Forward-auth names the client by its client_id, the document's URL: a guarded service can
+    // tell the agent's calls from the person's own sign-in (Remote-Client empty).
+    let access = tokens["access_token"].as_str().unwrap();
+    let allowed = ask(&app, FORWARD_AUTH, Some(access), &[]).await;
+    assert_eq!(allowed.status, 200);
+    assert_eq!(allowed.header("remote-client"), Some(client_id.as_str()));
+    assert_eq!(
+        allowed.header("remote-user"),
+        claims(&person)["sub"].as_str()
+    );
+
     // Fetched once: its Cache-Control (an hour) held for the consent and the token call.
     assert_eq!(docs.hits("good.json"), 1);
     let origin: String = app
