@@ -211,12 +211,15 @@ async fn execute(
                 .await?;
             println!(
                 "deleted {} sessions, {} refresh-token records, {} challenges, {} throttle keys, \
-                 {} audit events in {:.1} s (longest batch {:.1} ms)",
+                 {} audit events, {} mailed tokens, {} invitations in {:.1} s (longest batch \
+                 {:.1} ms)",
                 purged.sessions,
                 purged.refresh_tokens,
                 purged.challenges,
                 purged.throttles,
                 purged.audit_events,
+                purged.mail_tokens,
+                purged.invitations,
                 started.elapsed().as_secs_f64(),
                 purged.longest_batch.as_secs_f64() * 1000.0
             );

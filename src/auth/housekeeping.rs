@@ -34,7 +34,8 @@ pub struct Housekeeping {
 impl Housekeeping {
     /// Sessions lapsed or revoked longer ago than any access token lives, refresh-token records
     /// consumed before the grace window (reuse of such a token is still detected: see
-    /// `already_rotated`), expired challenges and passkey ceremonies, idle throttle state, audit events past retention.
+    /// `already_rotated`), expired challenges and passkey ceremonies, idle throttle state, audit
+    /// events past retention, expired mailed tokens and invitations.
     pub async fn housekeep(&self) -> Result<Purged> {
         let now = self.core.clock.now_ms();
         let ended_before = now - self.core.live.horizon_ms();
@@ -61,6 +62,12 @@ impl Housekeeping {
         // Kept an hour past expiry: the per-account limits of mails count the last hour's tokens.
         let tokens_before = now - 3_600_000;
         p.mail_tokens = (self.purge(Purge::ExpiredMailTokens, tokens_before, longest)).await?;
+        p.invitations = self
+            .purge(Purge::ExpiredOrgInvitations, now, longest)
+            .await?
+            + self
+                .purge(Purge::ExpiredRegistrationTokens, now, longest)
+                .await?;
         Ok(p)
     }
 

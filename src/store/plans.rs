@@ -17,8 +17,8 @@ use super::cookies::COOKIE_SESSION;
 use super::orgs::MEMBERSHIPS_OF;
 use super::purge::{
     PURGE_CONSUMED_REFRESH_TOKENS, PURGE_EXPIRED_CHALLENGES, PURGE_EXPIRED_CODES,
-    PURGE_EXPIRED_MAIL_TOKENS, PURGE_IDLE_THROTTLES, PURGE_LAPSED_SESSIONS, PURGE_OLD_AUDIT_EVENTS,
-    PURGE_REVOKED_SESSIONS,
+    PURGE_EXPIRED_MAIL_TOKENS, PURGE_EXPIRED_ORG_INVITATIONS, PURGE_EXPIRED_REGISTRATION_TOKENS,
+    PURGE_IDLE_THROTTLES, PURGE_LAPSED_SESSIONS, PURGE_OLD_AUDIT_EVENTS, PURGE_REVOKED_SESSIONS,
 };
 use super::sessions::{
     ACTIVE_SESSIONS, CURRENT_REFRESH, INSERT_REFRESH, REFRESH_BY_JTI, REVOKED_SINCE,
@@ -280,13 +280,25 @@ fn cases() -> Vec<Case> {
             "bigint, bigint",
             "100, 500",
         ),
+        purge(
+            "purge: expired organisation invitations",
+            PURGE_EXPIRED_ORG_INVITATIONS,
+            "bigint, bigint",
+            "100, 500",
+        ),
+        purge(
+            "purge: expired client registration tokens",
+            PURGE_EXPIRED_REGISTRATION_TOKENS,
+            "bigint, bigint",
+            "100, 500",
+        ),
     ]
 }
 
 /// Rows enough that a planner weighs an index against a scan as it would in production: 5 000
 /// accounts, each with a session (1 % revoked) and its refresh token (10 % consumed), contacts,
-/// challenges, throttle keys, audit events, mailed tokens, passkeys (a third of the accounts) and
-/// authorization codes. `{id}` and `{bytes}` are each
+/// challenges, throttle keys, audit events, mailed tokens, passkeys (a third of the accounts),
+/// authorization codes, invitations and registration tokens. `{id}` and `{bytes}` are each
 /// backend's random UUID and byte string.
 const SEED: &str = "
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
@@ -330,6 +342,13 @@ INSERT INTO oauth_codes (code_hash, client_id, user_id, parent_id, redirect_uri,
                          scope, amr, auth_time, expires_at)
 SELECT {bytes}, c.id, u.id, u.id, 'https://a.example/cb', 'x', 'openid', 'pwd', u.created_at,
        u.created_at + 60 FROM users u CROSS JOIN api_clients c;
+INSERT INTO org_invitations (id, org_id, email, email_normalized, roles, token_hash, created_at,
+                             expires_at)
+SELECT {id}, o.id, 'i' || u.created_at || '@example.com', 'i' || u.created_at || '@example.com',
+       'member', {bytes}, u.created_at, u.created_at + 600
+FROM users u JOIN orgs o ON o.created_at = u.created_at - u.created_at % 10 + 10;
+INSERT INTO client_registration_tokens (id, token_hash, created_at, expires_at)
+SELECT {id}, {bytes}, created_at, created_at + 3600 FROM users;
 ANALYZE;
 ";
 

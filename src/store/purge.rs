@@ -18,6 +18,8 @@ pub struct Purged {
     pub throttles: u64,
     pub audit_events: u64,
     pub mail_tokens: u64,
+    /// Expired invitations: to an organisation, and to register a client (initial access tokens).
+    pub invitations: u64,
     /// The longest single batch: the longest the pass held the database's writer (SQLite).
     pub longest_batch: Duration,
 }
@@ -44,11 +46,16 @@ pub enum Purge {
     /// Authorization codes expired before the cut-off (a used one is kept until then, so that its
     /// replay is recognised).
     ExpiredCodes,
+    /// Organisation invitations expired before the cut-off.
+    ExpiredOrgInvitations,
+    /// Client registration tokens (RFC 7591 initial access tokens) expired before the cut-off,
+    /// used or not.
+    ExpiredRegistrationTokens,
 }
 
 impl Purge {
     /// The batch statement, for SQLite and for PostgreSQL: `$1` the cut-off, `$2` the most rows to
-    /// delete. Each subquery filters on an indexed column (migrations 0001, 0003 and 0005), so a
+    /// delete. Each subquery filters on an indexed column (migrations 0001, 0003, 0005 and 0022), so a
     /// batch starts at the oldest rows instead of scanning past the ones it keeps.
     pub(super) const fn sql(self) -> (&'static str, &'static str) {
         match self {
@@ -61,6 +68,8 @@ impl Purge {
             Purge::ExpiredCeremonies => PURGE_EXPIRED_CEREMONIES,
             Purge::ExpiredMailTokens => PURGE_EXPIRED_MAIL_TOKENS,
             Purge::ExpiredCodes => PURGE_EXPIRED_CODES,
+            Purge::ExpiredOrgInvitations => PURGE_EXPIRED_ORG_INVITATIONS,
+            Purge::ExpiredRegistrationTokens => PURGE_EXPIRED_REGISTRATION_TOKENS,
         }
     }
 }
@@ -118,6 +127,10 @@ pub(super) const PURGE_EXPIRED_CEREMONIES: Texts =
 pub(super) const PURGE_EXPIRED_MAIL_TOKENS: Texts =
     purge_sql!("mail_tokens", "token_hash", "expires_at");
 pub(super) const PURGE_EXPIRED_CODES: Texts = purge_sql!("oauth_codes", "code_hash", "expires_at");
+pub(super) const PURGE_EXPIRED_ORG_INVITATIONS: Texts =
+    purge_sql!("org_invitations", "id", "expires_at");
+pub(super) const PURGE_EXPIRED_REGISTRATION_TOKENS: Texts =
+    purge_sql!("client_registration_tokens", "id", "expires_at");
 
 impl Store {
     /// Deletes at most `limit` rows of `kind` older than `before`, in a transaction of its own;

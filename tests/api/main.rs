@@ -38,6 +38,7 @@ mod forward_auth_input;
 mod framing;
 mod guard;
 mod hardening;
+mod housekeeping;
 mod instances;
 mod introspection;
 mod login;
