@@ -61,6 +61,10 @@ pub enum Error {
     /// signature, wrong origin, cloned authenticator): the reason is audited, never answered.
     #[error("the passkey could not be verified: start again")]
     PasskeyInvalid,
+    /// A bearer call's passkey re-authentication failed (403: the token is fine, as with
+    /// `PasswordRecheckFailed`); the reason is audited, never answered.
+    #[error("the passkey could not be verified: start again")]
+    PasskeyRecheckFailed,
     /// No relying party is configured (the public URL's host is an IP address).
     #[error("passkeys are not set up on this server")]
     PasskeysOff,

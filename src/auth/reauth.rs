@@ -82,21 +82,9 @@ impl Accounts {
             }
             return Err(e);
         }
-        let now = self.core.clock.now_ms();
-        if !self
-            .core
-            .store
-            .mark_reauthenticated(who.session_id, user.id, now)
-            .await?
-        {
-            // Revoked between the token's check and here.
-            return Err(Error::TokenInvalid);
-        }
-        let event = AuditEvent::Reauthenticated {
-            method: method.amr(),
-        };
-        self.core.audit(event, subject).await;
-        Ok(now + WINDOW.as_millis() as i64)
+        self.core
+            .open_reauth_window(who, user.id, method.amr(), subject)
+            .await
     }
 
     /// Until when (ms) the caller's session is re-authenticated; `None` if it is not now.
@@ -106,6 +94,28 @@ impl Accounts {
 }
 
 impl Core {
+    /// Marks the caller's session re-authenticated now (by `amr`), audited; until when (ms).
+    pub(super) async fn open_reauth_window(
+        &self,
+        who: &Principal,
+        user_id: uuid::Uuid,
+        amr: &'static str,
+        subject: Subject<'_>,
+    ) -> Result<i64> {
+        let now = self.clock.now_ms();
+        if !self
+            .store
+            .mark_reauthenticated(who.session_id, user_id, now)
+            .await?
+        {
+            // Revoked between the token's check and here.
+            return Err(Error::TokenInvalid);
+        }
+        let event = AuditEvent::Reauthenticated { method: amr };
+        self.audit(event, subject).await;
+        Ok(now + WINDOW.as_millis() as i64)
+    }
+
     async fn reauthenticated_until(&self, who: &Principal) -> Result<Option<i64>> {
         let at = self.store.reauthenticated_at(who.session_id).await?;
         let now = self.clock.now_ms();

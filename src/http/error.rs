@@ -127,6 +127,7 @@ impl Error {
             }
             Internal(_) => (StatusCode::INTERNAL_SERVER_ERROR, "INTERNAL_ERROR"),
             PasskeyInvalid => (StatusCode::UNAUTHORIZED, "PASSKEY_INVALID"),
+            PasskeyRecheckFailed => (StatusCode::FORBIDDEN, "PASSKEY_INVALID"),
             PasskeysOff => (StatusCode::NOT_FOUND, "NOT_FOUND"),
             LinkInvalid => (StatusCode::BAD_REQUEST, "LINK_INVALID"),
             EmailNotVerified => (StatusCode::FORBIDDEN, "EMAIL_NOT_VERIFIED"),

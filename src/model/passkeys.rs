@@ -41,6 +41,8 @@ pub enum CeremonyKind {
     Discoverable,
     /// The second factor of a password login's 2FA challenge.
     SecondFactor,
+    /// A signed-in user opening the re-authentication window of their session.
+    Reauthenticate,
 }
 
 impl CeremonyKind {
@@ -50,6 +52,7 @@ impl CeremonyKind {
             CeremonyKind::Login => "login",
             CeremonyKind::Discoverable => "discoverable",
             CeremonyKind::SecondFactor => "second_factor",
+            CeremonyKind::Reauthenticate => "reauthenticate",
         }
     }
 
@@ -59,6 +62,7 @@ impl CeremonyKind {
             CeremonyKind::Login,
             CeremonyKind::Discoverable,
             CeremonyKind::SecondFactor,
+            CeremonyKind::Reauthenticate,
         ]
         .into_iter()
         .find(|k| k.as_str() == s)

@@ -35,6 +35,7 @@ pub mod passkeys;
 mod plans;
 mod pool;
 pub mod purge;
+mod reauth_ceremonies;
 pub mod registration_tokens;
 pub mod sessions;
 pub mod throttles;

@@ -31,6 +31,8 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("delete", "/api/v1/auth/sessions/{id}", true),
     ("post", "/api/v1/auth/password", true),
     ("post", "/api/v1/auth/reauthenticate", true),
+    ("post", "/api/v1/auth/reauthenticate/passkey/start", true),
+    ("post", "/api/v1/auth/reauthenticate/passkey/finish", true),
     ("post", "/api/v1/auth/2fa/setup", true),
     ("post", "/api/v1/auth/2fa/enable", true),
     ("post", "/api/v1/auth/2fa/disable", true),

@@ -68,6 +68,7 @@ mod proxies;
 mod proxy_attacks;
 mod proxy_clients;
 mod reauth;
+mod reauth_passkeys;
 mod refresh;
 mod relying_parties;
 mod resource_metadata;

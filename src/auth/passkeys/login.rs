@@ -31,7 +31,7 @@ use crate::model::{ClientInfo, TokenSet, User};
 
 /// RFC 8176: proof of possession of a hardware-secured key, and a user test (the passkey's user
 /// verification).
-const AMR_HWK: &str = "hwk";
+pub(super) const AMR_HWK: &str = "hwk";
 const AMR_USER: &str = "user";
 
 /// How a sign-in names its account.
@@ -146,6 +146,10 @@ impl Passkeys {
         let Some(ceremony) = self.core.store.take_sign_in(ceremony_id, now).await? else {
             return Err(self.passkey_failed(None, client, "unknown_ceremony").await);
         };
+        // A re-authentication's ceremony (taken here by its id) signs no one in.
+        if ceremony.kind == CeremonyKind::Reauthenticate {
+            return Err(self.passkey_failed(None, client, "unknown_ceremony").await);
+        }
         let Some(stored) = self
             .core
             .store
@@ -222,9 +226,9 @@ impl Passkeys {
                 let key = DiscoverableKey::from(&passkey_of(stored)?);
                 webauthn.finish_discoverable_authentication(assertion, state, &[key])
             }
-            CeremonyKind::Register => {
+            CeremonyKind::Register | CeremonyKind::Reauthenticate => {
                 return Err(Error::internal(anyhow::anyhow!(
-                    "a registration ceremony taken as a sign-in"
+                    "a registration or re-authentication ceremony taken as a sign-in"
                 )));
             }
         };
@@ -306,7 +310,7 @@ impl Passkeys {
     /// Saves the counter and backup flags an assertion reported. The counter is compared with
     /// the stored one in the same statement: of two assertions racing with one counter value (a
     /// cloned authenticator, possibly on two instances), only one is taken.
-    async fn record_use(
+    pub(super) async fn record_use(
         &self,
         stored: &StoredPasskey,
         result: &AuthenticationResult,
@@ -337,7 +341,7 @@ impl Passkeys {
     }
 
     /// Audits a counter that did not move forward: two copies of one credential may exist.
-    async fn clone_detected(
+    pub(super) async fn clone_detected(
         &self,
         stored: &StoredPasskey,
         counter: Option<i64>,

@@ -23,6 +23,7 @@ use crate::model::{ClientInfo, Principal};
 
 mod credential;
 mod login;
+mod reauth;
 
 use crate::model::passkeys::{Ceremony, CeremonyKind, StoredPasskey};
 pub use credential::{AssertionResponse, RegistrationResponse};

@@ -32,7 +32,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 }
 
 /// `ceremonyId`: required, a UUID.
-fn ceremony_id(raw: &str) -> Result<Uuid, String> {
+pub(super) fn ceremony_id(raw: &str) -> Result<Uuid, String> {
     if raw.is_empty() {
         return Err("is required".into());
     }
@@ -40,7 +40,7 @@ fn ceremony_id(raw: &str) -> Result<Uuid, String> {
 }
 
 /// Puts a credential's parse error under its path.
-fn credential<T>(v: &mut Validator, parsed: Result<T, (String, String)>) -> Option<T> {
+pub(super) fn credential<T>(v: &mut Validator, parsed: Result<T, (String, String)>) -> Option<T> {
     match parsed {
         Ok(value) => Some(value),
         Err((path, reason)) => v.check(&path, Err(reason)),

@@ -4,13 +4,17 @@
 use axum::extract::State;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::passkeys::{ceremony_id, credential};
+use super::views::CeremonyView;
+use crate::auth::passkeys::AssertionResponse;
 use crate::auth::reauth::Proof;
 use crate::clock::rfc3339;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, Validator};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
 };
@@ -18,7 +22,10 @@ use crate::http::extract::{AppJson, AuthUser, Client};
 use crate::http::{Answer, AppState, Envelope, ok};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
-    OpenApiRouter::new().routes(routes!(reauthenticate))
+    OpenApiRouter::new()
+        .routes(routes!(reauthenticate))
+        .routes(routes!(start_passkey))
+        .routes(routes!(finish_passkey))
 }
 
 #[derive(Deserialize, Default, ToSchema)]
@@ -80,6 +87,83 @@ async fn reauthenticate(
         .auth
         .accounts
         .reauthenticate(&who, proof, &client)
+        .await?;
+    Ok(ok(Reauthenticated {
+        reauthenticated_until: rfc3339(until),
+    }))
+}
+
+error_responses!(PasskeyStartErrors:
+    [Error::field("passkeys", "this account has no passkey: re-authenticate with the password")],
+    [Error::PasskeysOff],
+    bearer_errors(),
+    throttle_errors(),
+    server_errors(),
+);
+
+/// Start re-authenticating with a passkey (for an account that has one).
+///
+/// Answers the options for `navigator.credentials.get()`, listing only the caller's own passkeys
+/// (`allowCredentials`), user verification required. The ceremony belongs to this session and
+/// lives 5 minutes; an account without a passkey is `VALIDATION_ERROR` on `passkeys`.
+#[utoipa::path(post, path = "/reauthenticate/passkey/start", tag = "auth",
+    security(("bearer" = [])),
+    responses((status = 200, description = "The ceremony", body = Envelope<CeremonyView>), PasskeyStartErrors))]
+async fn start_passkey(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    Client(client): Client,
+) -> Result<Answer<CeremonyView>> {
+    let started = state
+        .auth
+        .passkeys
+        .start_passkey_reauthentication(&who, &client)
+        .await?;
+    Ok(ok(started.into()))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(rename_all = "camelCase", default)]
+struct PasskeyFinishRequest {
+    /// From `…/reauthenticate/passkey/start`, in this session.
+    #[schema(required = true, format = Uuid)]
+    ceremony_id: String,
+    /// What `navigator.credentials.get()` gave, as `PublicKeyCredential.toJSON()` makes it.
+    #[schema(required = true, value_type = Object)]
+    credential: Value,
+}
+
+error_responses!(PasskeyFinishErrors:
+    body_errors(),
+    [Error::PasskeyRecheckFailed, Error::PasskeysOff],
+    bearer_errors(),
+    throttle_errors(),
+    server_errors(),
+);
+
+/// Finish re-authenticating with a passkey: the same answer as `POST /auth/reauthenticate`.
+///
+/// The ceremony must be this session's, unused and at most 5 minutes old, and the passkey one of
+/// the caller's. Any failure is `PASSKEY_INVALID`, uses the ceremony up, is audited
+/// (`reauthentication.failed`) and costs a slot of the account's allowance of failures, as a
+/// wrong password does.
+#[utoipa::path(post, path = "/reauthenticate/passkey/finish", tag = "auth",
+    request_body = PasskeyFinishRequest, security(("bearer" = [])),
+    responses((status = 200, description = "Re-authenticated", body = Envelope<Reauthenticated>), PasskeyFinishErrors))]
+async fn finish_passkey(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    Client(client): Client,
+    AppJson(body): AppJson<PasskeyFinishRequest>,
+) -> Result<Answer<Reauthenticated>> {
+    let mut v = Validator::new();
+    let id = v.check("ceremonyId", ceremony_id(&body.ceremony_id));
+    let response = credential(&mut v, AssertionResponse::parse(body.credential));
+    let (id, response) = v.finish(id.zip(response))?;
+    let until = state
+        .auth
+        .passkeys
+        .finish_passkey_reauthentication(&who, id, response, &client)
         .await?;
     Ok(ok(Reauthenticated {
         reauthenticated_until: rfc3339(until),
