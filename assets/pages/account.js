@@ -95,6 +95,7 @@ function reauthenticate() {
   $("reauth-form").reset();
   prompt.showModal();
   $("reauth-password").focus();
+  offerPasskey();
   return new Promise((resolve, reject) => {
     pending = { resolve, reject, returnFocus: lastFocus };
   });
@@ -121,6 +122,24 @@ action(
   { password: "reauth-password" },
 );
 clicked($("reauth-cancel"), async () => settle(false));
+
+// "Use a passkey", for the account that has one (whose owner may remember no password), where the
+// browser can use it. Looked up at each prompt: a passkey may have been added or removed since.
+async function offerPasskey() {
+  const offer = $("reauth-passkey");
+  offer.hidden = true;
+  if (typeof globalThis.PublicKeyCredential === "undefined") return;
+  try {
+    offer.hidden = (await gatehouse.listPasskeys()).length === 0;
+  } catch {
+    // The password stays on offer.
+  }
+}
+
+clicked($("reauth-passkey"), async () => {
+  heard(await gatehouse.reauthenticateWithPasskey());
+  settle(true);
+});
 // Escape closes a modal dialog by itself ("cancel"); whatever closes it unconfirmed cancels.
 prompt.addEventListener("close", () => {
   if (pending) settle(false);

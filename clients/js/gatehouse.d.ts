@@ -297,6 +297,8 @@ export class Gatehouse {
   deleteSession(id: string): Promise<void>;
 
   registerPasskey(password: string | undefined, name?: string): Promise<Passkey>;
+  /** Opens this session's re-authentication window with a passkey; resolves to its end. */
+  reauthenticateWithPasskey(): Promise<string>;
   listPasskeys(): Promise<Passkey[]>;
   renamePasskey(id: string, name: string): Promise<Passkey>;
   deletePasskey(id: string): Promise<void>;

@@ -479,6 +479,11 @@ async fn passkeys_are_added_and_sign_in(backend: Backend) {
         let n = site.app.audit_count(event, Some("passkey")).await;
         assert_eq!(n, 1, "{event} with a passkey");
     }
+    let n = site
+        .app
+        .audit_count("reauthentication.succeeded", Some("hwk"))
+        .await;
+    assert_eq!(n, 1, "re-authenticated with the passkey");
 }
 
 /// One browser signs another out; two tabs refresh at once and the session rotates once.

@@ -1,6 +1,7 @@
 // Passkeys with Chromium's virtual authenticator (DevTools WebAuthn domain), for an account with
 // 2FA: added on the account page, renamed, used as the second factor after the password, then to
-// sign in without a password or an address, and removed.
+// sign in without a password or an address, then to confirm a sensitive action in place of the
+// password (re-authentication, docs/api.md §3), and removed.
 import {
   assert, assertNoPageErrors, confirmPassword, expectPath, expectText, newPage, required, run, signIn, totp,
 } from "./common.mjs";
@@ -61,6 +62,17 @@ await run("passkeys", async (browser) => {
   await expectText(page, "last used", "#passkey-list");
   const used = await page.locator("#passkey-list small").innerText();
   assert(!used.includes("last used never"), `the passkey's use is recorded: ${used}`);
+
+  // A sensitive action in this passkey session: the prompt offers the passkey instead of the
+  // password, and the action goes on.
+  const pw = page.locator("#password-form");
+  await pw.getByLabel("New password").fill("a brand new passphrase");
+  await pw.getByRole("button", { name: "Change the password" }).click();
+  const prompt = page.getByRole("dialog", { name: "Confirm it is you" });
+  await prompt.waitFor({ state: "visible" });
+  await prompt.getByRole("button", { name: "Use a passkey" }).click();
+  await prompt.waitFor({ state: "hidden" });
+  await expectText(page, "Your password was changed.", "#password-form + .status");
 
   // Removed: the list is empty again, and a passkey sign-in fails with a message.
   await page.locator("#passkey-list").getByRole("button", { name: "Remove" }).click();

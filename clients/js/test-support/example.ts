@@ -101,6 +101,8 @@ async function everythingElse(tokenSet: TokenSet): Promise<void> {
   if (other) await gh.deleteSession(other.id);
   const added: Passkey = await gh.registerPasskey("a long passphrase", "Laptop");
   const passkeys: Passkey[] = await gh.listPasskeys();
+  const reauthenticatedUntil: string = await gh.reauthenticateWithPasskey();
+  console.log(reauthenticatedUntil);
   const renamed: Passkey = await gh.renamePasskey(added.id, "Work laptop");
   await gh.deletePasskey(passkeys[0]?.id ?? renamed.id);
   const made: NewApiKey = await gh.createApiKey("Nightly export", "a long passphrase", {
