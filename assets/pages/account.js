@@ -134,6 +134,7 @@ async function offerPasskey() {
   } catch {
     // The password stays on offer.
   }
+  $("reauth-how").textContent = offer.hidden ? "Enter your password" : "Enter your password or use a passkey";
 }
 
 clicked($("reauth-passkey"), async () => {

@@ -7,7 +7,8 @@
 //   GATEHOUSE_URL=http://localhost:8080 GATEHOUSE_EMAIL=ann@example.com \
 //     GATEHOUSE_PASSWORD='correct horse battery staple' node tests/browser/screenshots.mjs
 //
-// The account (without 2FA) is left with 2FA set up but not enabled.
+// The account (without 2FA) is left with a passkey (so the re-authentication prompt offers it)
+// and 2FA set up but not enabled.
 import { mkdirSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -30,6 +31,26 @@ const PUBLIC = [
 
 const browser = await launch();
 try {
+  // A passkey first (Chromium's virtual authenticator), in a session of its own: each session
+  // below then meets the re-authentication prompt with "Use a passkey" on offer.
+  {
+    const context = await browser.newContext({ viewport: WIDTHS.desktop });
+    const page = await context.newPage();
+    const cdp = await context.newCDPSession(page);
+    await cdp.send("WebAuthn.enable");
+    await cdp.send("WebAuthn.addVirtualAuthenticator", {
+      options: { protocol: "ctap2", transport: "internal", hasResidentKey: true, hasUserVerification: true, isUserVerified: true },
+    });
+    await page.bringToFront();
+    await signIn(page, email, password);
+    await expectPath(page, "/account");
+    const form = page.locator("#passkey-form");
+    await form.getByLabel("Name of the new passkey").fill("Laptop");
+    await form.getByRole("button", { name: "Add a passkey" }).click();
+    await confirmPassword(page, password);
+    await page.getByText("The passkey “Laptop” was added.").waitFor();
+    await context.close();
+  }
   for (const [kind, viewport] of Object.entries(WIDTHS)) {
     const context = await browser.newContext({ viewport, isMobile: kind === "phone" });
     const page = await context.newPage();
@@ -49,6 +70,10 @@ try {
     await shot("account");
     // 2FA set-up: the QR code and the secret.
     await page.getByRole("button", { name: "Set up an authenticator app" }).click();
+    // The prompt a sensitive action opens (once per 5 minutes), with the passkey on offer.
+    const prompt = page.getByRole("dialog", { name: "Confirm it is you" });
+    await prompt.getByRole("button", { name: "Use a passkey" }).waitFor();
+    await page.screenshot({ path: join(out, `account-reauth-${kind}.png`) });
     await confirmPassword(page, password);
     await page.locator("#secret").filter({ hasText: /./ }).waitFor();
     await page.locator("#twofa-title").scrollIntoViewIfNeeded();
