@@ -1,5 +1,6 @@
 //! Re-authentication (docs/api.md §3): the holder of a live session proves again who they are (the
-//! password, or with 2FA on a code from the authenticator app) and for `WINDOW` afterwards the
+//! password, or with 2FA on a code from the authenticator app, or a passkey: `passkeys::reauth`)
+//! and for `WINDOW` afterwards the
 //! calls that re-check the password (address change, password change, 2FA set-up and turning it
 //! off, adding a passkey, making an API key, deleting the account) take the session's word
 //! instead of a password field. What those re-checks guard against is someone at a computer left signed in: they hold a
