@@ -1,13 +1,13 @@
 //! Re-authentication (docs/api.md §3): the holder of a live session proves again who they are (the
 //! password, or with 2FA on a code from the authenticator app, or a passkey: `passkeys::reauth`)
-//! and for `WINDOW` afterwards the
-//! calls that re-check the password (address change, password change, 2FA set-up and turning it
-//! off, adding a passkey, making an API key, deleting the account) take the session's word
-//! instead of a password field. What those re-checks guard against is someone at a computer left signed in: they hold a
-//! live session but not the password. So the window belongs to the session it was opened in (the
-//! same person's other sessions are not in it; a refreshed token of the session is), and a fresh
-//! sign-in does not open it: a sign-in may be days old by the time the tab is left unattended, and
-//! "signed in a minute ago" is not something the session can prove later without this same record.
+//! and for `WINDOW` afterwards the calls that re-check the password (address change, password
+//! change, 2FA set-up and turning it off, adding a passkey, making an API key, deleting the
+//! account) take the session's word instead of a password field. What those re-checks guard
+//! against is someone at a computer left signed in: they hold a live session but not the
+//! password. So the window belongs to the session it was opened in (the same person's other
+//! sessions are not in it; a refreshed token of the session is), and a fresh sign-in does not open
+//! it: a sign-in may be days old by the time the tab is left unattended, and "signed in a minute
+//! ago" is not something the session can prove later without this same record.
 
 use std::time::Duration;
 
