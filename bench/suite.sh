@@ -2,12 +2,15 @@
 # The benchmark suite: every scenario of BENCHMARKS.md on SQLite and on PostgreSQL, each on a
 # database of 1 000 and of 1 000 000 rows (accounts, sessions with their refresh tokens, contacts,
 # audit events: bench/seed.sh), one table with the sizes side by side. A release build on
-# loopback; wrk (installed if missing) as the load, on the same two cores.
+# loopback; wrk (installed if missing) as the load, on the same two cores. The surfaces of issue 29
+# (forward-auth, the OAuth token endpoint, userinfo, an active organisation) are in
+# bench/surfaces.sh; SURFACES=0 leaves them out.
 #
 #   bench/suite.sh              # prints the table and writes it into BENCHMARKS.md
 #   DURATION=5s bench/suite.sh  # shorter runs (default 10s)
 #   SIZES=1000 bench/suite.sh   # the small database only (default "1000 1000000")
 #   BENCH_POSTGRES_URL= bench/suite.sh   # SQLite only
+#   BENCH_BIN=/path/to/gatehouse bench/suite.sh   # a binary built beforehand (an A/B pair)
 #
 # PostgreSQL: a database is created for each size on BENCH_POSTGRES_URL's server (default the
 # local one) and dropped afterwards.
@@ -15,8 +18,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=bench/common.sh
 source bench/common.sh
+# shellcheck source=bench/surfaces.sh
+source bench/surfaces.sh
 DURATION=${DURATION:-10s}
 SIZES=${SIZES:-1000 1000000}
+SURFACES=${SURFACES:-1}
 SECONDS_EACH=${DURATION%s}
 POSTGRES=${BENCH_POSTGRES_URL-postgres://postgres@127.0.0.1:5432/postgres}
 # Servers listen on 18190 and up (one per size), clear of another checkout's suite on 18090.
@@ -25,6 +31,7 @@ PASSWORD='correct horse battery staple'
 need wrk wrk
 need jq jq
 need psql postgresql-client
+need openssl openssl
 python3 -c 'import argon2' 2>/dev/null || python3 -m pip install -q argon2-cffi
 build_release
 
@@ -44,6 +51,7 @@ trap cleanup EXIT
 # The load comes from one address but stands for many clients: no per-client connection cap.
 export GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off GATEHOUSE_REGISTRATION=open
 export GATEHOUSE_MAX_CONNECTIONS_PER_CLIENT=1024
+surfaces_env
 
 # One server per database size, all up at once, so that each scenario runs on every size back to
 # back: load from elsewhere on the machine then weighs on the sizes alike, and the change between
@@ -79,6 +87,8 @@ prepare() {
   "$BIN" migrate 2>/dev/null
   bench/seed.sh "$GATEHOUSE_DATABASE_URL" "$size"
   echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
+  DIR=$dir
+  [ "$SURFACES" = 1 ] && surfaces_client
   out=$(python3 bench/tools.py ready "$BIN")
   STARTS[$size]=$(sed -n 1p <<<"$out")
   PIDS[$size]=$(sed -n 2p <<<"$out")
@@ -103,6 +113,8 @@ prepare() {
     done >"$DIR/refresh-$n"
   done
   python3 bench/tools.py twofactor $BASE 150 >"$DIR/twofactor"
+  [ "$SURFACES" = 1 ] && surfaces_prepare
+  return 0
 }
 
 # each NAME NOTE WRK-ARGS…: the scenario on every size in turn; in WRK-ARGS, {BASE} and {DIR}
@@ -137,6 +149,7 @@ bench() {
   each "refresh-32" "chained, 32 connections" -t32 -c32 -d"$DURATION" -s bench/refresh.lua "{BASE}" -- "{DIR}/refresh-32"
   each "login" "" -t2 -c8 -d"$DURATION" -s bench/login.lua "{BASE}/api/v1/auth/login"
   each "login-2fa" "requests; flows/s = half" -t8 -c8 -d"$DURATION" -s bench/login-2fa.lua "{BASE}" -- "{DIR}/twofactor" 8
+  [ "$SURFACES" = 1 ] && surfaces_run
 
   # storm: contacts measured while a login flood holds the hash pool.
   for size in $SIZES; do

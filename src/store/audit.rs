@@ -2,7 +2,7 @@
 
 use uuid::Uuid;
 
-use super::{Store, on_pool, on_write_pool};
+use super::{Backend, Store, on_pool, on_write_pool};
 use crate::error::Result;
 
 pub struct NewEvent<'a> {
@@ -52,12 +52,20 @@ pub struct EventQuery {
     pub limit: Option<i64>,
 }
 
+pub(super) const INSERT_EVENT: &str = "INSERT INTO audit_events (id, at, event, user_id, \
+    session_id, ip, user_agent, detail, actor_id, org_id) \
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
+
 impl Store {
+    /// Written by most requests that change something (every login, refresh excepted): on SQLite
+    /// in-process, with the hot paths (`store::sqlite`).
     pub async fn insert_event(&self, e: &NewEvent<'_>) -> Result<()> {
-        let sql = "INSERT INTO audit_events (id, at, event, user_id, session_id, ip, user_agent, \
-                   detail, actor_id, org_id) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
-        on_write_pool!(self, |pool| sqlx::query(sql)
-            .bind(Uuid::now_v7())
+        let id = Uuid::now_v7();
+        if let Backend::Sqlite { lite, .. } = &self.backend {
+            return lite.insert_event(id, e).await;
+        }
+        on_write_pool!(self, |pool| sqlx::query(INSERT_EVENT)
+            .bind(id)
             .bind(e.at)
             .bind(e.event)
             .bind(e.user_id)

@@ -3,22 +3,22 @@
 
 use uuid::Uuid;
 
-use super::{Store, on_pool, on_write_pool};
+use super::{Backend, Store, on_pool, on_write_pool};
 use crate::error::Result;
 use crate::model::contacts::{Contact, ContactFields};
 use crate::model::orgs::Collection;
 
 #[derive(sqlx::FromRow)]
-struct ContactRow {
-    id: Uuid,
-    full_name: String,
-    email: Option<String>,
-    phone: Option<String>,
-    company: Option<String>,
-    notes: Option<String>,
-    created_at: i64,
-    updated_at: i64,
-    version: i64,
+pub(super) struct ContactRow {
+    pub(super) id: Uuid,
+    pub(super) full_name: String,
+    pub(super) email: Option<String>,
+    pub(super) phone: Option<String>,
+    pub(super) company: Option<String>,
+    pub(super) notes: Option<String>,
+    pub(super) created_at: i64,
+    pub(super) updated_at: i64,
+    pub(super) version: i64,
 }
 
 impl From<ContactRow> for Contact {
@@ -219,6 +219,11 @@ impl Store {
             Collection::Org(_) => &ORG_LISTS,
         };
         let sql = queries[usize::from(before.is_some()) + 2 * usize::from(pattern.is_some())];
+        if let Backend::Sqlite { lite, .. } = &self.backend {
+            return lite
+                .list_contacts(sql, owner.owner(), before, pattern, limit)
+                .await;
+        }
         let rows: Vec<ContactRow> = on_pool!(self, |pool| {
             let mut query = sqlx::query_as(sql).bind(owner.owner());
             if let Some(before) = before {

@@ -38,6 +38,7 @@ pub mod purge;
 mod reauth_ceremonies;
 pub mod registration_tokens;
 pub mod sessions;
+mod sqlite;
 pub mod throttles;
 pub mod users;
 
@@ -67,17 +68,22 @@ pub(crate) use on_pool;
 
 /// `on_pool!` for statements and transactions that write. SQLite has one writer at a time: left to
 /// itself, a writer that finds the database locked sleeps in growing steps (its busy handler) and
-/// tries again, which showed as a 90 ms p99 on refresh under load. Writing through a pool of one
-/// connection makes the writers of this process queue instead, in order and without sleeping.
+/// tries again, which showed as a 90 ms p99 on refresh under load. So every writer of this process
+/// queues for one turn (`sqlite::Lite::turn`, shared with the in-process writes of the hot paths),
+/// in order and without sleeping, and then writes on sqlx's one write connection.
 macro_rules! on_write_pool {
     ($store:expr, |$pool:ident| $body:expr) => {
         match &$store.backend {
-            $crate::store::Backend::Sqlite { write, .. } => {
-                $crate::store::on_conn!(write, $pool, $body)
+            $crate::store::Backend::Sqlite { write, lite, .. } => match lite.turn().await {
+                Ok(_turn) => {
+                    $crate::store::on_conn!(write, $pool, $body).map_err($crate::store::db_error)
+                }
+                Err(error) => Err(error),
+            },
+            $crate::store::Backend::Postgres(pool) => {
+                $crate::store::on_conn!(pool, $pool, $body).map_err($crate::store::db_error)
             }
-            $crate::store::Backend::Postgres(pool) => $crate::store::on_conn!(pool, $pool, $body),
         }
-        .map_err($crate::store::db_error)
     };
 }
 pub(crate) use on_write_pool;
@@ -112,6 +118,8 @@ pub(crate) enum Backend {
         /// Copies the write-ahead log back into the database (`Store::checkpoint`), off the
         /// write connection's path.
         checkpoint: Pool<SqliteConnection>,
+        /// The hot paths, in-process on the same file, and the write turn of both.
+        lite: sqlite::Lite,
     },
     Postgres(Pool<PgConnection>),
 }
@@ -142,11 +150,13 @@ impl Store {
             // The write pool first: it creates the file, which the read-only connections open.
             let write = Pool::connect(options.clone(), 1).await?;
             let checkpoint = Pool::connect(options.clone(), 1).await?;
-            let read = Pool::connect(options.read_only(true), 8).await?;
+            let read = Pool::connect(options.clone().read_only(true), 8).await?;
+            let lite = sqlite::Lite::new(options.get_filename());
             Backend::Sqlite {
                 read,
                 write,
                 checkpoint,
+                lite,
             }
         } else {
             // The server's NOTICEs ("relation _sqlx_migrations already exists, skipping") are
@@ -241,8 +251,10 @@ impl Store {
                 read,
                 write,
                 checkpoint,
+                lite,
             } => {
                 read.close().await;
+                lite.close().await;
                 // The log copied back before the last connection goes, so the file is whole.
                 let _ = self.checkpoint().await;
                 checkpoint.close().await;

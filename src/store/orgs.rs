@@ -6,7 +6,7 @@
 
 use uuid::Uuid;
 
-use super::{Store, is_unique_violation, on_pool, on_write_pool};
+use super::{Backend, Store, is_unique_violation, on_pool, on_write_pool};
 use crate::error::Result;
 use crate::model::orgs::{Member, Membership, MembershipChange, OWNER, Org};
 
@@ -180,11 +180,15 @@ impl Store {
     /// A person's roles in an organisation; `None` if they are not a member.
     pub async fn membership(&self, org: Uuid, user: Uuid) -> Result<Option<Membership>> {
         let sql = "SELECT roles FROM org_members WHERE org_id = $1 AND user_id = $2";
-        let roles: Option<String> = on_pool!(self, |pool| sqlx::query_scalar(sql)
-            .bind(org)
-            .bind(user)
-            .fetch_optional(pool)
-            .await)?;
+        let roles: Option<String> = if let Backend::Sqlite { lite, .. } = &self.backend {
+            lite.member_roles(sql, org, user).await?
+        } else {
+            on_pool!(self, |pool| sqlx::query_scalar(sql)
+                .bind(org)
+                .bind(user)
+                .fetch_optional(pool)
+                .await)?
+        };
         Ok(roles.map(|r| Membership {
             org_id: org,
             roles: split_roles(&r),

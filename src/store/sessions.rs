@@ -7,21 +7,21 @@ use crate::error::Result;
 use crate::model::{ClientGrant, RefreshRecord, Session};
 
 #[derive(sqlx::FromRow)]
-struct SessionRow {
-    id: Uuid,
-    user_id: Uuid,
-    amr: String,
-    ip: Option<String>,
-    user_agent: Option<String>,
-    created_at: i64,
-    last_used_at: i64,
-    revoked_at: Option<i64>,
-    org_id: Option<Uuid>,
-    client_id: Option<Uuid>,
-    scope: Option<String>,
-    parent_id: Option<Uuid>,
-    auth_time: Option<i64>,
-    audience: Option<String>,
+pub(super) struct SessionRow {
+    pub(super) id: Uuid,
+    pub(super) user_id: Uuid,
+    pub(super) amr: String,
+    pub(super) ip: Option<String>,
+    pub(super) user_agent: Option<String>,
+    pub(super) created_at: i64,
+    pub(super) last_used_at: i64,
+    pub(super) revoked_at: Option<i64>,
+    pub(super) org_id: Option<Uuid>,
+    pub(super) client_id: Option<Uuid>,
+    pub(super) scope: Option<String>,
+    pub(super) parent_id: Option<Uuid>,
+    pub(super) auth_time: Option<i64>,
+    pub(super) audience: Option<String>,
 }
 
 impl From<SessionRow> for Session {
@@ -66,12 +66,12 @@ mod active_org;
 mod reauth;
 
 #[derive(sqlx::FromRow)]
-struct RefreshRow {
-    jti: Uuid,
-    session_id: Uuid,
-    issued_at: i64,
-    expires_at: i64,
-    consumed_at: Option<i64>,
+pub(super) struct RefreshRow {
+    pub(super) jti: Uuid,
+    pub(super) session_id: Uuid,
+    pub(super) issued_at: i64,
+    pub(super) expires_at: i64,
+    pub(super) consumed_at: Option<i64>,
 }
 
 impl From<RefreshRow> for RefreshRecord {
@@ -104,10 +104,9 @@ pub(super) const INSERT_REFRESH: &str =
     "INSERT INTO refresh_tokens (jti, session_id, issued_at, expires_at) VALUES ($1, $2, $3, $4)";
 
 // The rotation: the presented token ($1) is consumed at $2 if it is current, and only then is the
-// next one ($3, expiring at $4) recorded and the session touched. It is one round trip on each
-// database (see `rotate_refresh`): as a transaction of five statements, each a round trip to
-// PostgreSQL or a hand-off to the SQLite connection's worker thread (a futex wake-up each way), it
-// was bounded by those trips: on SQLite they all fall within the one writer's lock.
+// next one ($3, expiring at $4) recorded and the session touched. On PostgreSQL it is one statement,
+// one round trip: as a transaction of five statements it was bounded by their round trips. On
+// SQLite the statements run in the calling thread (`store::sqlite`), so several cost no more.
 
 /// Consumes the presented token if it is current. A correlated EXISTS on the session's primary
 /// key: an `IN (SELECT …)` list was run by SQLite as a scan of every session on each refresh.
@@ -138,20 +137,9 @@ macro_rules! rotate_touch_sqlite {
         )
     };
 }
-/// SQLite: one script, run by the connection's worker in one hand-off. `BEGIN IMMEDIATE` takes the
-/// write lock first; between the statements nothing else can write, so the session that the
+/// SQLite: the three statements, run in one IMMEDIATE transaction (`store::sqlite`): it takes the
+/// write lock first, and between the statements nothing else can write, so the session that the
 /// first statement found unrevoked is still so in the third.
-const ROTATE_SQLITE: &str = concat!(
-    "BEGIN IMMEDIATE; ",
-    rotate_consume!(),
-    "; ",
-    rotate_insert_sqlite!(),
-    "; ",
-    rotate_touch_sqlite!(),
-    "; COMMIT"
-);
-/// The statements of `ROTATE_SQLITE`, for the plan tests.
-#[cfg(test)]
 pub(super) const ROTATE_SQLITE_STEPS: [&str; 3] = [
     rotate_consume!(),
     rotate_insert_sqlite!(),
@@ -243,7 +231,23 @@ macro_rules! end_logins {
     }};
 }
 
-const RECORD_LOGIN: &str = "UPDATE users SET last_login_at = $2 \
+/// The session of a login, opened only if the account is live and unchanged (`insert_session`);
+/// on PostgreSQL with the user row share-locked.
+macro_rules! insert_session_sql {
+    ($lock:literal) => {
+        concat!(
+            "INSERT INTO sessions (id, user_id, amr, ip, user_agent, created_at, last_used_at, \
+             expires_at, client_id, scope, parent_id, auth_time, audience, org_id) \
+             SELECT $1, id, $3, $4, $5, $6, $6, $7, $9, $10, $11, $12, $13, $14 FROM users \
+             WHERE id = $2 AND disabled = FALSE AND auth_epoch = $8",
+            $lock
+        )
+    };
+}
+pub(super) const INSERT_SESSION_SQLITE: &str = insert_session_sql!("");
+const INSERT_SESSION_POSTGRES: &str = insert_session_sql!(" FOR SHARE");
+
+pub(super) const RECORD_LOGIN: &str = "UPDATE users SET last_login_at = $2 \
                             WHERE id = $1 AND (last_login_at IS NULL OR last_login_at < $2)";
 
 impl Store {
@@ -253,22 +257,18 @@ impl Store {
     /// change either commits first (and this finds it) or waits for this session and then ends it
     /// in its own transaction. SQLite runs one writer at a time, which gives the same order.
     pub async fn insert_session(&self, s: &NewSession<'_>) -> Result<bool> {
-        let lock = match self.backend {
-            Backend::Sqlite { .. } => "",
-            Backend::Postgres(_) => " FOR SHARE",
-        };
-        let insert_session = format!(
-            "INSERT INTO sessions (id, user_id, amr, ip, user_agent, created_at, last_used_at, \
-             expires_at, client_id, scope, parent_id, auth_time, audience, org_id) \
-             SELECT $1, id, $3, $4, $5, $6, $6, $7, $9, $10, $11, $12, $13, $14 FROM users \
-             WHERE id = $2 AND disabled = FALSE AND auth_epoch = $8{lock}"
-        );
         let amr = s.amr.join(" ");
         let grant = s.grant;
         let scope = grant.map(ClientGrant::scope_string);
+        let insert_session = match &self.backend {
+            Backend::Sqlite { lite, .. } => {
+                return lite.insert_session(s, &amr, scope.as_deref()).await;
+            }
+            Backend::Postgres(_) => INSERT_SESSION_POSTGRES,
+        };
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
-            let created = sqlx::query(&insert_session)
+            let created = sqlx::query(insert_session)
                 .bind(s.id)
                 .bind(s.user_id)
                 .bind(&amr)
@@ -312,6 +312,9 @@ impl Store {
     }
 
     pub async fn session(&self, id: Uuid) -> Result<Option<Session>> {
+        if let Backend::Sqlite { lite, .. } = &self.backend {
+            return lite.session(SESSION_BY_ID, id).await;
+        }
         let row: Option<SessionRow> = on_pool!(self, |pool| sqlx::query_as(SESSION_BY_ID)
             .bind(id)
             .fetch_optional(pool)
@@ -324,31 +327,23 @@ impl Store {
     /// one finds a row to consume (PostgreSQL row lock; SQLite's single writer). Returns the
     /// session, or `None` if `jti` was not current (unknown, consumed, expired, session revoked).
     pub async fn rotate_refresh(&self, jti: Uuid, next: &RefreshRecord) -> Result<Option<Session>> {
-        let (sql, sqlite) = match self.backend {
-            Backend::Sqlite { .. } => (ROTATE_SQLITE, true),
-            Backend::Postgres(_) => (ROTATE_POSTGRES, false),
-        };
-        let session: Option<SessionRow> = on_write_pool!(self, |pool| {
-            // `fetch_all`, not `fetch_optional`: that one would stop SQLite's script at its first
-            // row, before the COMMIT.
-            let rotated: Result<Vec<SessionRow>, _> = sqlx::query_as(sql)
-                .bind(jti)
-                .bind(next.issued_at)
-                .bind(next.jti)
-                .bind(next.expires_at)
-                .fetch_all(&mut *pool)
-                .await;
-            if sqlite && rotated.is_err() {
-                // A statement failed inside the script's transaction: end it here, since the
-                // driver does not know that the script opened one.
-                let _ = sqlx::query("ROLLBACK").execute(&mut *pool).await;
-            }
-            rotated.map(|rows| rows.into_iter().next())
-        })?;
-        Ok(session.map(Session::from))
+        if let Backend::Sqlite { lite, .. } = &self.backend {
+            return lite.rotate_refresh(jti, next).await;
+        }
+        let rows: Vec<SessionRow> = on_write_pool!(self, |pool| sqlx::query_as(ROTATE_POSTGRES)
+            .bind(jti)
+            .bind(next.issued_at)
+            .bind(next.jti)
+            .bind(next.expires_at)
+            .fetch_all(pool)
+            .await)?;
+        Ok(rows.into_iter().next().map(Session::from))
     }
 
     pub async fn refresh_token(&self, jti: Uuid) -> Result<Option<RefreshRecord>> {
+        if let Backend::Sqlite { lite, .. } = &self.backend {
+            return lite.refresh_record(REFRESH_BY_JTI, jti).await;
+        }
         let row: Option<RefreshRow> = on_pool!(self, |pool| sqlx::query_as(REFRESH_BY_JTI)
             .bind(jti)
             .fetch_optional(pool)
@@ -358,6 +353,9 @@ impl Store {
 
     /// The session's one unconsumed refresh token.
     pub async fn current_refresh_token(&self, session_id: Uuid) -> Result<Option<RefreshRecord>> {
+        if let Backend::Sqlite { lite, .. } = &self.backend {
+            return lite.refresh_record(CURRENT_REFRESH, session_id).await;
+        }
         let row: Option<RefreshRow> = on_pool!(self, |pool| sqlx::query_as(CURRENT_REFRESH)
             .bind(session_id)
             .fetch_optional(pool)

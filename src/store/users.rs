@@ -2,26 +2,26 @@
 
 use uuid::Uuid;
 
-use super::{Store, is_unique_violation, on_pool, on_write_pool};
+use super::{Backend, Store, is_unique_violation, on_pool, on_write_pool};
 use crate::error::Result;
 use crate::model::User;
 
 #[derive(sqlx::FromRow)]
 pub(super) struct UserRow {
-    id: Uuid,
-    email: String,
-    email_normalized: String,
-    full_name: String,
-    password_hash: String,
-    disabled: bool,
-    totp_secret: Option<Vec<u8>>,
-    totp_pending: Option<Vec<u8>>,
-    auth_epoch: i64,
-    second_factor_blocked_until: Option<i64>,
-    roles: String,
-    created_at: i64,
-    email_verified: bool,
-    last_login_at: Option<i64>,
+    pub(super) id: Uuid,
+    pub(super) email: String,
+    pub(super) email_normalized: String,
+    pub(super) full_name: String,
+    pub(super) password_hash: String,
+    pub(super) disabled: bool,
+    pub(super) totp_secret: Option<Vec<u8>>,
+    pub(super) totp_pending: Option<Vec<u8>>,
+    pub(super) auth_epoch: i64,
+    pub(super) second_factor_blocked_until: Option<i64>,
+    pub(super) roles: String,
+    pub(super) created_at: i64,
+    pub(super) email_verified: bool,
+    pub(super) last_login_at: Option<i64>,
 }
 
 impl From<UserRow> for User {
@@ -124,6 +124,9 @@ impl Store {
     }
 
     pub async fn user_by_email(&self, email_normalized: &str) -> Result<Option<User>> {
+        if let Backend::Sqlite { lite, .. } = &self.backend {
+            return lite.user(USER_BY_EMAIL, email_normalized.to_owned()).await;
+        }
         let row: Option<UserRow> = on_pool!(self, |pool| sqlx::query_as(USER_BY_EMAIL)
             .bind(email_normalized)
             .fetch_optional(pool)
@@ -132,6 +135,9 @@ impl Store {
     }
 
     pub async fn user_by_id(&self, id: Uuid) -> Result<Option<User>> {
+        if let Backend::Sqlite { lite, .. } = &self.backend {
+            return lite.user(USER_BY_ID, *id.as_bytes()).await;
+        }
         let row: Option<UserRow> = on_pool!(self, |pool| sqlx::query_as(USER_BY_ID)
             .bind(id)
             .fetch_optional(pool)
