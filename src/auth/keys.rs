@@ -8,7 +8,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use ed25519_dalek::pkcs8::EncodePrivateKey as _;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header};
 use serde::Serialize;
 
@@ -42,8 +41,13 @@ pub fn at_hash(alg: SigningAlg, access_token: &str) -> String {
 }
 
 enum PrivateKey {
-    /// EdDSA and ES256: jsonwebtoken's signers, deterministic.
+    /// ES256: jsonwebtoken's signer, deterministic.
     Jwt(EncodingKey),
+    /// EdDSA, held ready: jsonwebtoken's signer parses its PKCS#8 bytes again on every signature,
+    /// which derives the public key (a base-point multiplication, as costly as the signature), so
+    /// every token cost two; on the refresh path that was ~15 % of the server's CPU (BENCHMARKS.md,
+    /// 2026-11-24).
+    Ed25519(Box<ed25519_dalek::SigningKey>),
     Rsa(RsaSigner),
 }
 
@@ -277,6 +281,12 @@ impl Keyring {
             PrivateKey::Jwt(key) => {
                 jsonwebtoken::encode(&header, claims, key).map_err(Error::internal)
             }
+            PrivateKey::Ed25519(key) => {
+                use ed25519_dalek::Signer as _;
+                let message = format!("{}.{}", part(&header)?, part(claims)?);
+                let signature = key.sign(message.as_bytes());
+                Ok(format!("{message}.{}", b64url(&signature.to_bytes())))
+            }
             PrivateKey::Rsa(key) => {
                 let message = format!("{}.{}", part(&header)?, part(claims)?);
                 let signature = key.sign(message.as_bytes()).map_err(Error::internal)?;
@@ -308,8 +318,7 @@ fn open_signer(row: &KeyRow, alg: SigningAlg, secrets: &Secrets) -> anyhow::Resu
             let seed: [u8; 32] = private
                 .try_into()
                 .map_err(|_| unusable(&"not an Ed25519 seed"))?;
-            let der = ed25519_dalek::SigningKey::from_bytes(&seed).to_pkcs8_der()?;
-            PrivateKey::Jwt(EncodingKey::from_ed_der(der.as_bytes()))
+            PrivateKey::Ed25519(Box::new(ed25519_dalek::SigningKey::from_bytes(&seed)))
         }
         SigningAlg::Es256 => PrivateKey::Jwt(EncodingKey::from_ec_der(&private)),
         SigningAlg::Rs256 => {

@@ -125,7 +125,7 @@ impl Store {
 
     pub async fn user_by_email(&self, email_normalized: &str) -> Result<Option<User>> {
         if let Backend::Sqlite { lite, .. } = &self.backend {
-            return lite.user(USER_BY_EMAIL, email_normalized.to_owned()).await;
+            return lite.user(USER_BY_EMAIL, email_normalized).await;
         }
         let row: Option<UserRow> = on_pool!(self, |pool| sqlx::query_as(USER_BY_EMAIL)
             .bind(email_normalized)

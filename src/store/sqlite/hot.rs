@@ -55,7 +55,7 @@ impl Lite {
     pub(crate) async fn user(
         &self,
         sql: &'static str,
-        key: impl rusqlite::ToSql + Send + 'static,
+        key: impl rusqlite::ToSql,
     ) -> Result<Option<User>> {
         self.read(move |conn| one(conn, sql, &[&key], user).map(|row| row.map(User::from)))
             .await

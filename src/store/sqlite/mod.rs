@@ -8,11 +8,12 @@
 //! side sees what the other committed (SQLite's own file locking, within one process as between
 //! processes).
 //!
-//! Reads take a connection from a stack of idle ones and run the statement inline: a read here is
-//! ~20 µs, and handing it to another thread (`spawn_blocking`) or giving the worker's other tasks
-//! away first (`block_in_place`) each cost more than that (BENCHMARKS.md, 2026-11-24). No bound
-//! and no waiting: a connection is only ever held for one synchronous call, so there are never
-//! more in use than threads running them.
+//! Reads take a connection from a stack of idle ones and run the statement inline, on the runtime's
+//! worker: a read here is ~20 µs. Measured under the contact list at 32 connections (server CPU
+//! per request, BENCHMARKS.md 2026-11-24): inline 49 µs, `spawn_blocking` (a hop to the blocking
+//! pool and back) 86 µs, `block_in_place` (the worker's other tasks handed to a new worker first)
+//! 89 µs, sqlx 147 µs. No bound and no waiting: a connection is held for one synchronous call
+//! only, so there are never more in use than threads running them.
 //!
 //! Writes queue (`Writer`): SQLite has one writer at a time, and a writer that finds the database
 //! locked sleeps in growing steps in its busy handler (a 90 ms p99 on refresh, BENCHMARKS.md).
@@ -76,40 +77,24 @@ impl Lite {
     }
 
     /// Runs `read` on an idle read connection (or a new one), in this thread.
-    pub(crate) async fn read<T: Send + 'static>(
+    pub(crate) async fn read<T>(
         &self,
-        read: impl FnOnce(&Connection) -> rusqlite::Result<T> + Send + 'static,
+        read: impl FnOnce(&Connection) -> rusqlite::Result<T>,
     ) -> Result<T> {
-        if self.inner.closed.load(Ordering::Acquire) {
+        let inner = &self.inner;
+        if inner.closed.load(Ordering::Acquire) {
             return Err(Error::Unavailable(anyhow::anyhow!("the store is closed")));
         }
-        let inner = self.inner.clone();
-        let run = move || {
-            let conn = match lock(&inner.readers).pop() {
-                Some(conn) => conn,
-                None => open(&inner.path, true)?,
-            };
-            let result = read(&conn);
-            // A failed read leaves nothing behind (no transaction is open across calls).
-            if !inner.closed.load(Ordering::Acquire) {
-                lock(&inner.readers).push(conn);
-            }
-            result
+        let idle = lock(&inner.readers).pop();
+        let conn = match idle {
+            Some(conn) => conn,
+            None => open(&inner.path, true).map_err(error)?,
         };
-        // MEASURING ONLY (issue 29): how a read is run, to be fixed to the cheapest.
-        let result = match *READS {
-            Reads::Inline => run(),
-            Reads::BlockInPlace
-                if tokio::runtime::Handle::current().runtime_flavor()
-                    == tokio::runtime::RuntimeFlavor::MultiThread =>
-            {
-                tokio::task::block_in_place(run)
-            }
-            Reads::BlockInPlace => run(),
-            Reads::SpawnBlocking => tokio::task::spawn_blocking(run)
-                .await
-                .map_err(|e| Error::Internal(e.into()))?,
-        };
+        let result = read(&conn);
+        // A failed read leaves nothing behind (no transaction is open across calls).
+        if !inner.closed.load(Ordering::Acquire) {
+            lock(&inner.readers).push(conn);
+        }
         result.map_err(error)
     }
 
@@ -153,21 +138,6 @@ impl Lite {
         self.inner.writer.lock().await.take();
     }
 }
-
-#[derive(Clone, Copy, Debug)]
-enum Reads {
-    Inline,
-    BlockInPlace,
-    SpawnBlocking,
-}
-static READS: std::sync::LazyLock<Reads> =
-    std::sync::LazyLock::new(
-        || match std::env::var("GATEHOUSE_SQLITE_READS").as_deref() {
-            Ok("block_in_place") => Reads::BlockInPlace,
-            Ok("spawn_blocking") => Reads::SpawnBlocking,
-            _ => Reads::Inline,
-        },
-    );
 
 /// A connection with the settings sqlx's have (`Store::connect`): WAL is the file's own setting,
 /// already made; the rest are each connection's.
