@@ -1,7 +1,9 @@
 //! Storage: one `Store` over SQLite or PostgreSQL. Each query is written once in SQL that both
 //! accept and runs against whichever pool is configured (`on_pool!`); the schema is one set of
 //! embedded migrations. Nothing outside this module writes SQL or sees a driver type: every
-//! function answers the service's own `Error`, a lost connection as `Unavailable`.
+//! function answers the service's own `Error`, a lost connection as `Unavailable`. On SQLite the
+//! hot paths run in-process instead, the same texts on rusqlite (`sqlite`, which says why); the
+//! rest of SQLite's queries stay on sqlx for now, both on the same WAL file.
 
 use std::str::FromStr;
 use std::time::Duration;
