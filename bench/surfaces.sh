@@ -1,7 +1,8 @@
 # Sourced by bench/suite.sh: the surfaces of issue 29, measured like the suite's other scenarios
 # (one server per database size, every size back to back): forward-auth with a bearer token and
-# with the browser session cookie, the OAuth token endpoint (client credentials, code exchange,
-# chained refresh), userinfo, and the contacts list in an active organisation. The requests are
+# with the browser session cookie and with an API key, the OAuth token endpoint (client
+# credentials, code exchange, chained refresh), userinfo, and the contacts list in an active
+# organisation. The requests are
 # those of bench/browser-sessions.sh, bench/oauth.sh and bench/orgs.sh; the Lua scripts are
 # theirs. 32 connections each (the issue's targets are at 32), the chained ones one per thread.
 #
@@ -81,8 +82,9 @@ wrk.body = "grant_type=client_credentials"
 wrk.headers["Content-Type"] = "application/x-www-form-urlencoded"
 wrk.headers["Authorization"] = "$(cat "$DIR/client-basic")"
 EOF
-  # HOOK (API keys): forward-auth with an API key does not exist yet. When it does, make a key for
-  # the bench account here into "$DIR/api-key", and add its row in surfaces_run below.
+  # A personal API key of the same account (docs/api.md §12), for forward-auth.
+  json $BASE/api/v1/auth/api-keys -H "Authorization: Bearer $access" \
+    -d "{\"name\":\"bench\",\"password\":\"$PASSWORD\"}" | jq -r .data.key >"$DIR/api-key"
 }
 
 # wrk's summary for the code exchanges of bench/oauth-code.lua: exchanges/s, not requests/s.
@@ -116,7 +118,10 @@ surfaces_run() {
     use "$size"; reset_peak
     row "forward-auth, session cookie" "$(wrk_fields -t2 -c$c -d"$DURATION" "${fwd[@]}" -H "Cookie: theme=dark; $(cat "$DIR/cookie")" $BASE/api/v1/authz/forward-auth)|$(peak)|32 connections"
   done
-  # HOOK (API keys): row "forward-auth, API key" with the key of surfaces_prepare, as above.
+  for size in $SIZES; do
+    use "$size"; reset_peak
+    row "forward-auth, API key" "$(wrk_fields -t2 -c$c -d"$DURATION" "${fwd[@]}" -H "Authorization: Bearer $(cat "$DIR/api-key")" $BASE/api/v1/authz/forward-auth)|$(peak)|32 connections"
+  done
   for size in $SIZES; do
     use "$size"; reset_peak
     row "contacts, active organisation" "$(wrk_fields -t2 -c$c -d"$DURATION" -H "Authorization: Bearer $(cat "$DIR/org-access")" $BASE/api/v1/crm/contacts)|$(peak)|32 connections"
