@@ -53,22 +53,28 @@ impl FullName {
     pub const MAX_LENGTH: usize = 200;
 
     pub fn parse(input: &str) -> Result<FullName, String> {
-        let trimmed = input.trim();
-        if trimmed.is_empty() {
-            return Err("is required".into());
-        }
-        if trimmed.chars().count() > Self::MAX_LENGTH {
-            return Err(format!("must be at most {} characters", Self::MAX_LENGTH));
-        }
-        if trimmed.chars().any(char::is_control) {
-            return Err("must not contain control characters".into());
-        }
-        Ok(FullName(trimmed.to_owned()))
+        label(input, Self::MAX_LENGTH, "is required").map(FullName)
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// A name a person gives (their own, a passkey's, an API key's): trimmed, not blank (`blank` is
+/// the refusal's words), at most `max` characters, no control characters.
+pub fn label(input: &str, max: usize, blank: &str) -> Result<String, String> {
+    let trimmed = input.trim();
+    if trimmed.is_empty() {
+        return Err(blank.into());
+    }
+    if trimmed.chars().count() > max {
+        return Err(format!("must be at most {max} characters"));
+    }
+    if trimmed.chars().any(char::is_control) {
+        return Err("must not contain control characters".into());
+    }
+    Ok(trimmed.to_owned())
 }
 
 /// A role name (docs/api.md §6): `[a-z0-9][a-z0-9_.:-]{0,63}`. No blanks, commas or upper case, so

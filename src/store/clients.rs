@@ -99,9 +99,38 @@ fn metadata(client: &Client) -> (Option<&str>, Option<i64>) {
 
 impl Store {
     pub async fn insert_client(&self, client: &Client) -> Result<()> {
+        self.write_client(client, "").await
+    }
+
+    /// Writes a metadata-document client as its document now says, keeping the row (and so the
+    /// id, consents and sessions) of an earlier fetch of the same URL; returns the row as stored.
+    /// Two instances fetching at once both succeed: the later write wins.
+    pub async fn put_metadata_client(&self, client: &Client) -> Result<Client> {
+        let (Some(url), Some(_)) = metadata(client) else {
+            return Err(Error::internal(anyhow::anyhow!(
+                "put_metadata_client given a client without a document"
+            )));
+        };
+        self.write_client(
+            client,
+            " ON CONFLICT (metadata_url) DO UPDATE SET name = excluded.name, \
+             redirect_uris = excluded.redirect_uris, \
+             post_logout_redirect_uris = excluded.post_logout_redirect_uris, \
+             scopes = excluded.scopes, metadata_fresh_until = excluded.metadata_fresh_until, \
+             updated_at = excluded.updated_at",
+        )
+        .await?;
+        self.client_by_metadata_url(url)
+            .await?
+            .ok_or_else(|| Error::internal(anyhow::anyhow!("metadata client vanished")))
+    }
+
+    /// Inserts `client`'s row, with `on_conflict` (empty, or an `ON CONFLICT` clause) after it.
+    async fn write_client(&self, client: &Client, on_conflict: &str) -> Result<()> {
         let sql = format!(
             "INSERT INTO api_clients ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)\
+             {on_conflict}"
         );
         let (metadata_url, fresh_until) = metadata(client);
         on_write_pool!(self, |pool| sqlx::query(&sql)
@@ -125,50 +154,6 @@ impl Store {
             .execute(pool)
             .await
             .map(|_| ()))
-    }
-
-    /// Writes a metadata-document client as its document now says, keeping the row (and so the
-    /// id, consents and sessions) of an earlier fetch of the same URL; returns the row as stored.
-    /// Two instances fetching at once both succeed: the later write wins.
-    pub async fn put_metadata_client(&self, client: &Client) -> Result<Client> {
-        let (Some(url), Some(fresh_until)) = metadata(client) else {
-            return Err(Error::internal(anyhow::anyhow!(
-                "put_metadata_client given a client without a document"
-            )));
-        };
-        let sql = format!(
-            "INSERT INTO api_clients ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17) \
-             ON CONFLICT (metadata_url) DO UPDATE SET name = excluded.name, \
-             redirect_uris = excluded.redirect_uris, \
-             post_logout_redirect_uris = excluded.post_logout_redirect_uris, \
-             scopes = excluded.scopes, metadata_fresh_until = excluded.metadata_fresh_until, \
-             updated_at = excluded.updated_at"
-        );
-        on_write_pool!(self, |pool| sqlx::query(&sql)
-            .bind(client.id)
-            .bind(&client.name)
-            .bind(&client.secret_hash)
-            .bind(client.created_at)
-            .bind(client.client_type.as_str())
-            .bind(client.first_party)
-            .bind(client.redirect_uris.join(" "))
-            .bind(client.post_logout_redirect_uris.join(" "))
-            .bind(grants(client))
-            .bind(client.scopes.join(" "))
-            .bind(&client.backchannel_logout_uri)
-            .bind(client.id_token_alg.as_str())
-            .bind(client.updated_at)
-            .bind(client.org_id)
-            .bind(client.origin.as_str())
-            .bind(url)
-            .bind(fresh_until)
-            .execute(pool)
-            .await
-            .map(|_| ()))?;
-        self.client_by_metadata_url(url)
-            .await?
-            .ok_or_else(|| Error::internal(anyhow::anyhow!("metadata client vanished")))
     }
 
     /// The client whose document is at `url`, as last fetched (fresh or not).

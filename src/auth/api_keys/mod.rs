@@ -41,17 +41,7 @@ impl KeyName {
     pub const MAX_LENGTH: usize = 100;
 
     pub fn parse(raw: &str) -> Result<KeyName, String> {
-        let name = raw.trim();
-        if name.is_empty() {
-            return Err("is required".into());
-        }
-        if name.chars().count() > Self::MAX_LENGTH {
-            return Err(format!("must be at most {} characters", Self::MAX_LENGTH));
-        }
-        if name.chars().any(char::is_control) {
-            return Err("must not contain control characters".into());
-        }
-        Ok(KeyName(name.to_owned()))
+        crate::domain::label(raw, Self::MAX_LENGTH, "is required").map(KeyName)
     }
 }
 

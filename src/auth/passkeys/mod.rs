@@ -45,17 +45,7 @@ impl PasskeyName {
     pub const DEFAULT: &'static str = "Passkey";
 
     pub fn parse(raw: &str) -> Result<PasskeyName, String> {
-        let name = raw.trim();
-        if name.is_empty() {
-            return Err("must not be blank".into());
-        }
-        if name.chars().count() > Self::MAX_LENGTH {
-            return Err(format!("must be at most {} characters", Self::MAX_LENGTH));
-        }
-        if name.chars().any(char::is_control) {
-            return Err("must not contain control characters".into());
-        }
-        Ok(PasskeyName(name.to_owned()))
+        crate::domain::label(raw, Self::MAX_LENGTH, "must not be blank").map(PasskeyName)
     }
 }
 
