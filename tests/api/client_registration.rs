@@ -8,7 +8,9 @@ use serde_json::{Value, json};
 
 use crate::admin::admin;
 use crate::helpers::{Backend, TestApp, both_backends, claims};
-use crate::oauth_helpers::{REDIRECT, authorize, param, pkce, provider_app, token};
+use crate::oauth_helpers::{
+    Client, REDIRECT, authorize, exchange, param, pkce, provider_app, token,
+};
 
 both_backends!(
     registration_is_off_by_default,
@@ -134,18 +136,11 @@ async fn open_registration_gives_a_public_client_that_completes_the_code_flow(ba
         .unwrap()
         .to_owned();
     let code = param(&to, "code").expect("a code");
-    let (status, _, tokens) = token(
-        &app,
-        None,
-        &[
-            ("grant_type", "authorization_code"),
-            ("client_id", &client_id),
-            ("code", &code),
-            ("redirect_uri", REDIRECT),
-            ("code_verifier", &verifier),
-        ],
-    )
-    .await;
+    let public = Client {
+        id: client_id.clone(),
+        secret: None,
+    };
+    let (status, tokens) = exchange(&app, &public, &code, &verifier).await;
     assert_eq!(status, 200, "{tokens}");
     assert_eq!(
         claims(tokens["id_token"].as_str().unwrap())["aud"],

@@ -15,7 +15,9 @@ use serde_json::{Value, json};
 
 use crate::guard::{FORWARD_AUTH, ask};
 use crate::helpers::{Backend, TestApp, both_backends, claims};
-use crate::oauth_helpers::{REDIRECT, authorize, param, pkce, provider_app, token};
+use crate::oauth_helpers::{
+    Client, REDIRECT, authorize, exchange, param, pkce, provider_app, token,
+};
 
 both_backends!(
     a_metadata_document_client_completes_the_code_flow,
@@ -161,18 +163,11 @@ async fn a_metadata_document_client_completes_the_code_flow(backend: Backend) {
         .unwrap()
         .to_owned();
     let code = param(&to, "code").expect("a code");
-    let (status, _, tokens) = token(
-        &app,
-        None,
-        &[
-            ("grant_type", "authorization_code"),
-            ("client_id", &client_id),
-            ("code", &code),
-            ("redirect_uri", REDIRECT),
-            ("code_verifier", &verifier),
-        ],
-    )
-    .await;
+    let public = Client {
+        id: client_id.clone(),
+        secret: None,
+    };
+    let (status, tokens) = exchange(&app, &public, &code, &verifier).await;
     assert_eq!(status, 200, "{tokens}");
     let id_token = claims(tokens["id_token"].as_str().unwrap());
     assert_eq!(id_token["aud"], json!(client_id));

@@ -141,17 +141,21 @@ pub async fn token(
 
 /// The code exchanged by a confidential client (Basic): the token answer.
 pub async fn exchange(app: &TestApp, client: &Client, code: &str, verifier: &str) -> (u16, Value) {
-    let (status, _, body) = token(
-        app,
-        Some((&client.id, client.secret.as_deref().unwrap())),
-        &[
-            ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", REDIRECT),
-            ("code_verifier", verifier),
-        ],
-    )
-    .await;
+    // A confidential client authenticates with Basic; a public one names itself in the form.
+    let basic = client
+        .secret
+        .as_deref()
+        .map(|secret| (client.id.as_str(), secret));
+    let mut form = vec![
+        ("grant_type", "authorization_code"),
+        ("code", code),
+        ("redirect_uri", REDIRECT),
+        ("code_verifier", verifier),
+    ];
+    if basic.is_none() {
+        form.push(("client_id", &client.id));
+    }
+    let (status, _, body) = token(app, basic, &form).await;
     (status, body)
 }
 
