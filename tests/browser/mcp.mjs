@@ -23,12 +23,8 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { UnauthorizedError } from "@modelcontextprotocol/sdk/client/auth.js";
 
 import { SCOPE, startMcpServer } from "./mcp-server.mjs";
+import { api as gatehouseApi, assert, env } from "./relying.mjs";
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set (tests/api/relying_parties/mcp.rs sets it)`);
-  return value;
-};
 const GATEHOUSE = env("GATEHOUSE_URL");
 const EMAIL = env("GATEHOUSE_EMAIL");
 const PASSWORD = env("GATEHOUSE_PASSWORD");
@@ -37,25 +33,10 @@ const CONTACTS = JSON.parse(env("MCP_CONTACTS"));
 const REGISTRATION = env("MCP_REGISTRATION");
 const CLIENT_NAME = `MCP test client (${REGISTRATION.startsWith("client:") ? "registered" : REGISTRATION})`;
 
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
 const step = (what) => console.log(`mcp ${REGISTRATION}: ${what}`);
 
 /** An enveloped Gatehouse API call; returns `data`, or throws with the error. */
-async function api(method, path, token, body) {
-  const response = await fetch(new URL(path, GATEHOUSE), {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body ? { "content-type": "application/json" } : {}),
-    },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const answer = await response.json();
-  if (!answer.success) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(answer)}`);
-  return answer.data;
-}
+const api = (method, path, token, body) => gatehouseApi(GATEHOUSE, method, path, token, body);
 
 /** The claims of a JWT, unverified (the server's introspection is what checks it). */
 const claims = (jwt) => JSON.parse(Buffer.from(jwt.split(".")[1], "base64url").toString());

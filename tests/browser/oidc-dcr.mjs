@@ -7,35 +7,16 @@
 // Environment: GATEHOUSE_URL (the issuer), GATEHOUSE_EMAIL, GATEHOUSE_PASSWORD,
 // OIDC_REDIRECT_URI, OIDC_REGISTRATION_TOKENS (JSON: two initial access tokens).
 import * as oidc from "openid-client";
+import { api as gatehouseApi, assert, env } from "./relying.mjs";
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set (tests/api/relying_parties sets it)`);
-  return value;
-};
 const ISSUER = env("GATEHOUSE_URL");
 const EMAIL = env("GATEHOUSE_EMAIL");
 const PASSWORD = env("GATEHOUSE_PASSWORD");
 const REDIRECT_URI = env("OIDC_REDIRECT_URI");
 const TOKENS = JSON.parse(env("OIDC_REGISTRATION_TOKENS"));
 
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
-async function api(method, path, token, body) {
-  const response = await fetch(new URL(path, ISSUER), {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body ? { "content-type": "application/json" } : {}),
-    },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const answer = await response.json();
-  if (!answer.success) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(answer)}`);
-  return answer.data;
-}
+/** An enveloped Gatehouse API call; returns `data`, or throws with the error. */
+const api = (method, path, token, body) => gatehouseApi(ISSUER, method, path, token, body);
 
 /** openid-client's thrown OAuth error code: of the body, or of a WWW-Authenticate challenge. */
 const oauthError = (e) =>

@@ -8,12 +8,8 @@
 // OIDC_REDIRECT_URI, OIDC_CLIENTS (JSON: [{name, alg, auth: "basic" | "post" | "none", clientId,
 // clientSecret?}]).
 import * as oidc from "openid-client";
+import { api as gatehouseApi, assert, env } from "./relying.mjs";
 
-const env = (name) => {
-  const value = process.env[name];
-  if (!value) throw new Error(`${name} is not set (tests/api/relying_parties sets it)`);
-  return value;
-};
 const ISSUER = env("GATEHOUSE_URL");
 const EMAIL = env("GATEHOUSE_EMAIL");
 const PASSWORD = env("GATEHOUSE_PASSWORD");
@@ -21,29 +17,13 @@ const USER_ID = env("GATEHOUSE_USER_ID");
 const REDIRECT_URI = env("OIDC_REDIRECT_URI");
 const CLIENTS = JSON.parse(env("OIDC_CLIENTS"));
 
-function assert(condition, message) {
-  if (!condition) throw new Error(message);
-}
-
 /** The JOSE header of a JWT. */
 function header(jwt) {
   return JSON.parse(Buffer.from(jwt.split(".")[0], "base64url").toString());
 }
 
 /** An enveloped Gatehouse API call; returns `data`, or throws with the error. */
-async function api(method, path, token, body) {
-  const response = await fetch(new URL(path, ISSUER), {
-    method,
-    headers: {
-      ...(token ? { authorization: `Bearer ${token}` } : {}),
-      ...(body ? { "content-type": "application/json" } : {}),
-    },
-    body: body ? JSON.stringify(body) : undefined,
-  });
-  const answer = await response.json();
-  if (!answer.success) throw new Error(`${method} ${path}: ${response.status} ${JSON.stringify(answer)}`);
-  return answer.data;
-}
+const api = (method, path, token, body) => gatehouseApi(ISSUER, method, path, token, body);
 
 /** The authorization URL's query as the page's call takes it. */
 function authorizeBody(url) {
