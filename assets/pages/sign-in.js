@@ -1,5 +1,5 @@
 // Sign-in: password, then a TOTP or recovery code when the account has 2FA; or a passkey.
-import { $, focus, gatehouse, onClick, onSubmit, returnTo, showError, showStatus } from "/assets/pages/ui.js";
+import { $, GatehouseError, focus, gatehouse, onClick, onSubmit, returnTo, showError, showStatus } from "/assets/pages/ui.js";
 
 const passwordStep = $("password-step");
 const codeStep = $("code-step");
@@ -9,6 +9,10 @@ const codeStep = $("code-step");
 // than going straight back.
 const secondFactorAsked = $("second-factor-notice") !== null || $("again-notice") !== null;
 
+const query = new URLSearchParams(location.search);
+// Back from a provider's callback (docs/api.md §14): its sign-in waits here to be collected.
+const federated = query.get("federated") === "1";
+
 /** The session cookie for the site's guarded web applications (docs/api.md §6b). */
 function setCookie() {
   return gatehouse.request("POST", "/auth/browser-session");
@@ -17,7 +21,9 @@ function setCookie() {
 // Signing in again for a second factor replaces this browser's session: the old one (without the
 // factor) ends once the new one exists, before the new one's cookie is set (the logout's answer
 // clears the cookie).
-const replaced = gatehouse.signedIn && secondFactorAsked ? gatehouse.getAccessToken().catch(() => null) : null;
+// So does a sign-in through a provider.
+const replaced =
+  gatehouse.signedIn && (secondFactorAsked || federated) ? gatehouse.getAccessToken().catch(() => null) : null;
 
 async function endReplaced() {
   const token = await replaced;
@@ -37,6 +43,131 @@ async function done() {
 const loginHint = new URLSearchParams(location.search).get("login_hint");
 if (loginHint && $("email").value === "") $("email").value = loginHint;
 
+// ---- other identity providers (docs/api.md §14) ----
+
+let providers = [];
+// The provider whose domains cover the typed address: it signs that address in, not a password.
+let ssoProvider = null;
+
+/** What went wrong at a provider, by the code the callback put in `?error=` (never its own text). */
+function providerFailure(code, name) {
+  const at = name || "the provider";
+  switch (code) {
+    case "provider_unknown":
+      return "That sign-in provider is not known here.";
+    case "provider_unavailable":
+      return `${at} cannot be reached right now. Try again in a moment, or sign in another way.`;
+    case "provider_denied":
+      return `The sign-in at ${at} was cancelled or refused: you are not signed in.`;
+    case "provider_error":
+      return `${at} could not complete the sign-in. Please try again.`;
+    case "provider_invalid":
+      return `The answer from ${at} could not be verified, so you were not signed in. Try again; if it keeps happening, tell your administrator.`;
+    case "expired":
+      return "This sign-in took too long, or was started in another browser or tab. Please start again.";
+    case "account_exists":
+      return `An account with your address exists already. Sign in with its password, then link ${at} under Security on your account page.`;
+    case "no_account":
+      return `No account here belongs to your ${at} identity. Ask an administrator for one.`;
+    case "email_missing":
+      return `${at} did not give your e-mail address, which an account here needs.`;
+    case "email_not_verified":
+      return `Your e-mail address is not confirmed yet (${at} did not confirm it, or the link we mailed was not opened).`;
+    case "account_disabled":
+      return "This account is disabled.";
+    default:
+      return "The sign-in did not succeed. Please try again.";
+  }
+}
+
+function nameOf(id) {
+  return providers.find((p) => p.id === id)?.name;
+}
+
+/** The provider that covers `email`'s domain (or a parent domain of it), if any. */
+function providerFor(email) {
+  const at = email.lastIndexOf("@");
+  if (at < 0) return null;
+  const domain = email.slice(at + 1).toLowerCase();
+  return (
+    providers.find((p) => p.domains.some((d) => domain === d || domain.endsWith(`.${d}`))) ?? null
+  );
+}
+
+function toProvider(provider, hint) {
+  location.assign(gatehouse.providerSignInUrl(provider.id, returnTo(), hint));
+}
+
+/** An address under a provider's domains: no password field, the button goes to the provider. */
+function followEmail() {
+  ssoProvider = providerFor($("email").value.trim());
+  $("password-field").hidden = ssoProvider !== null;
+  $("sso-notice").hidden = ssoProvider === null;
+  $("sign-in").textContent = ssoProvider ? `Continue with ${ssoProvider.name}` : "Sign in";
+  if (ssoProvider) {
+    $("sso-notice").textContent = `Addresses at this domain sign in with ${ssoProvider.name}.`;
+  }
+}
+
+function showProviders() {
+  const list = $("provider-list");
+  list.replaceChildren(
+    ...providers.map((p) => {
+      const li = document.createElement("li");
+      if (p.available) {
+        const a = document.createElement("a");
+        a.className = "button secondary";
+        a.href = gatehouse.providerSignInUrl(p.id, returnTo());
+        a.textContent = `Sign in with ${p.name}`;
+        li.append(a);
+      } else {
+        const b = document.createElement("button");
+        b.type = "button";
+        b.className = "secondary";
+        b.disabled = true;
+        b.textContent = `${p.name} (unavailable right now)`;
+        li.append(b);
+      }
+      return li;
+    }),
+  );
+  $("providers").hidden = providers.length === 0;
+}
+
+const providersRead = gatehouse.listProviders().then(
+  (items) => {
+    providers = items;
+    showProviders();
+    followEmail();
+  },
+  () => {},
+);
+$("email").addEventListener("input", followEmail);
+
+if (query.has("error")) {
+  const code = query.get("error");
+  providersRead.then(() => showError(new GatehouseError(providerFailure(code, nameOf(query.get("provider"))))));
+}
+
+/** Collects the sign-in a provider's callback finished in this browser. */
+async function finishFederated() {
+  // Whoever was signed in here before is replaced by the person who came back from the provider
+  // (done() ends that session); a refresh of it still under way must not land after the new tokens.
+  await replaced;
+  try {
+    const result = await gatehouse.finishProviderSignIn();
+    if (!result.twoFactorRequired) return done();
+    passwordStep.hidden = true;
+    codeStep.hidden = false;
+    showPasskeyStep(false);
+    $("providers").hidden = true;
+    showStatus("Signed in at the provider. Now your second factor.");
+    focus($("code"));
+  } catch (error) {
+    showError(error.code === "TOKEN_INVALID" ? new GatehouseError(providerFailure("expired")) : error);
+  }
+}
+
 function restart(message) {
   codeStep.hidden = true;
   passwordStep.hidden = false;
@@ -54,7 +185,9 @@ function showPasskeyStep(shown) {
   if ($("passkey-step")) $("passkey-step").hidden = !(shown && webAuthn);
 }
 
-if (gatehouse.signedIn && !secondFactorAsked) {
+if (federated) finishFederated();
+
+if (gatehouse.signedIn && !secondFactorAsked && !federated && !query.has("error")) {
   // Already signed in here (another tab, an earlier visit): no need to ask again. The cookie is
   // set again first (it may be missing: an application sent the browser here for want of one).
   // A session that has ended leaves the form here.
@@ -67,10 +200,14 @@ if (gatehouse.signedIn && !secondFactorAsked) {
 onSubmit(
   passwordStep,
   async () => {
+    const email = $("email").value.trim();
+    if (ssoProvider) return toProvider(ssoProvider, email);
     let result;
     try {
-      result = await gatehouse.login($("email").value.trim(), $("password").value);
+      result = await gatehouse.login(email, $("password").value);
     } catch (error) {
+      const provider = error.code === "SSO_REQUIRED" && providers.find((p) => p.id === error.details?.provider);
+      if (provider) return toProvider(provider, email);
       if (error.code === "INVALID_CREDENTIALS") {
         // Announced by the alert; the password is typed again from an empty field.
         $("password").value = "";

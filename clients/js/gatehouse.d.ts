@@ -111,6 +111,29 @@ export interface Session {
   current: boolean;
 }
 
+/** An identity provider people may sign in with (docs/api.md §14). */
+export interface Provider {
+  id: string;
+  /** On the sign-in page's button. */
+  name: string;
+  /** `false` while its discovery document could not be read: its sign-in would fail now. */
+  available: boolean;
+  /** Addresses under these domains (and their subdomains) sign in through this provider only. */
+  domains: string[];
+}
+
+/** An identity of another provider linked to the account. */
+export interface LinkedIdentity {
+  providerId: string;
+  providerName: string;
+  /** The provider's `sub` for the person. */
+  subject: string;
+  /** The address the provider last gave, if any. */
+  email: string | null;
+  linkedAt: string;
+  lastUsedAt: string | null;
+}
+
 /** A personal API key as listed (docs/api.md §12): never the key itself. */
 export interface ApiKey {
   id: string;
@@ -260,6 +283,13 @@ export class Gatehouse {
   verifyTwoFactorWithPasskey(): Promise<User>;
   passkeyLogin(email?: string): Promise<User>;
   acceptInvitation(token: string, password: string, fullName?: string): Promise<User>;
+  listProviders(): Promise<Provider[]>;
+  providerSignInUrl(id: string, returnTo?: string, loginHint?: string): string;
+  finishProviderSignIn(): Promise<LoginResult>;
+  listIdentities(): Promise<LinkedIdentity[]>;
+  /** → the URL to send the browser to. */
+  linkIdentity(providerId: string, password?: string): Promise<string>;
+  unlinkIdentity(providerId: string): Promise<void>;
   useTokenSet(tokenSet: TokenSet): User;
   refresh(): Promise<User>;
   logout(scope?: LogoutScope): Promise<{ revokedSessions: number }>;

@@ -139,6 +139,62 @@ export class Gatehouse {
     return this.#signIn(tokenSet);
   }
 
+  // ---- other identity providers (docs/api.md §14) ----
+
+  /**
+   * The identity providers people may sign in with → `[{id, name, available, domains}]`. A
+   * provider's sign-in starts by sending the browser to `providerSignInUrl(id, returnTo)`.
+   */
+  async listProviders() {
+    return (await this.request("GET", "/auth/providers", undefined, { auth: false })).items;
+  }
+
+  /**
+   * Where to send the browser to sign in with provider `id`; it comes back to the service's
+   * `/sign-in` page, which calls finishProviderSignIn(), then goes on to `returnTo`.
+   */
+  providerSignInUrl(id, returnTo, loginHint) {
+    const query = new URLSearchParams();
+    if (returnTo) query.set("return_to", returnTo);
+    if (loginHint) query.set("login_hint", loginHint);
+    const tail = query.size ? `?${query}` : "";
+    return `${this.#baseUrl}/auth/providers/${encodeURIComponent(id)}/start${tail}`;
+  }
+
+  /**
+   * Collects the sign-in a provider's callback finished in this browser (once): resolves as
+   * login() does, `{twoFactorRequired: true}` when the account asks for its second factor.
+   */
+  async finishProviderSignIn() {
+    this.#tempToken = null;
+    const data = await this.request("POST", "/auth/providers/finish", undefined, { auth: false });
+    if (data?.requiresTwoFactor) {
+      this.#tempToken = data.tempToken;
+      return { twoFactorRequired: true };
+    }
+    return { twoFactorRequired: false, user: this.#signIn(data) };
+  }
+
+  /** The signed-in account's linked identities → `[{providerId, providerName, subject, email, linkedAt, lastUsedAt}]`. */
+  async listIdentities() {
+    return (await this.request("GET", "/auth/identities")).items;
+  }
+
+  /**
+   * Starts linking an identity of provider `providerId` to the signed-in account (the password
+   * is re-checked; it may be left out while the session is re-authenticated) → the URL to send
+   * the browser to; it comes back to `/account`.
+   */
+  async linkIdentity(providerId, password) {
+    const body = password ? { providerId, password } : { providerId };
+    return (await this.request("POST", "/auth/identities/start", body)).redirectTo;
+  }
+
+  /** Unlinks the account's identity at `providerId` (refused when it is the last way in). */
+  async unlinkIdentity(providerId) {
+    await this.request("DELETE", `/auth/identities/${encodeURIComponent(providerId)}`);
+  }
+
   /** Finishes a 2FA login with a TOTP code or a recovery code; resolves to the user. */
   async verifyTwoFactor(code) {
     const tempToken = this.#pendingChallenge();

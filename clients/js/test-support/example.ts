@@ -15,6 +15,8 @@ import {
   type OrgInvitation,
   type OrgMember,
   type ApiKey,
+  type LinkedIdentity,
+  type Provider,
   type NewApiKey,
   type Passkey,
   type Profile,
@@ -111,6 +113,13 @@ async function everythingElse(tokenSet: TokenSet): Promise<void> {
   });
   const keys: ApiKey[] = await gh.listApiKeys();
   await gh.deleteApiKey(keys[0]?.id ?? made.id);
+  const providers: Provider[] = await gh.listProviders();
+  const start: string = gh.providerSignInUrl(providers[0]?.id ?? "acme-sso", "/account", "ada@acme.example");
+  const finished: LoginResult = await gh.finishProviderSignIn();
+  const identities: LinkedIdentity[] = await gh.listIdentities();
+  const linkAt: string = await gh.linkIdentity("acme-sso", "a long passphrase");
+  await gh.unlinkIdentity(identities[0]?.providerId ?? "acme-sso");
+  console.log(start, finished, linkAt);
   const viaPasskey: User = await gh.passkeyLogin();
   const invited: User = await gh.acceptInvitation("mailed-token", "a long passphrase");
   const used: User = gh.useTokenSet(tokenSet);

@@ -42,6 +42,7 @@ macro_rules! section {
 pub const SECTIONS: &[Section] = &[
     section!("profile", "Profile"),
     section!("security", "Security"),
+    section!("identities", "Sign-in providers"),
     section!("sessions", "Sessions"),
     section!("apps", "Connected applications"),
     section!("keys", "API keys"),
