@@ -19,6 +19,7 @@ mod crm;
 mod crypto;
 mod domain;
 mod error;
+pub mod federation;
 mod fetch;
 mod http;
 mod mail;

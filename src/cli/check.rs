@@ -59,6 +59,7 @@ pub(super) async fn check(settings: &Settings, config: Option<&str>) -> anyhow::
             n => format!("{n} rule(s) (GATEHOUSE_ACCESS_RULES)"),
         },
     );
+    identity_providers(settings);
     mail(settings)?;
     let Some((store, fresh)) = database(settings).await? else {
         return Ok(());
@@ -75,6 +76,32 @@ pub(super) async fn check(settings: &Settings, config: Option<&str>) -> anyhow::
     store.close().await;
     println!("gatehouse: ready to serve");
     Ok(())
+}
+
+/// The providers of GATEHOUSE_IDENTITY_PROVIDERS, one line each; their discovery documents are
+/// not fetched here (a provider out of reach does not stop `serve` either).
+fn identity_providers(settings: &Settings) {
+    let providers = &settings.identity_providers;
+    if providers.is_empty() {
+        found(
+            "upstream",
+            "none (GATEHOUSE_IDENTITY_PROVIDERS not set or empty)",
+        );
+        return;
+    }
+    for p in providers {
+        let mut line = format!("{} ({:?}) at {}", p.id, p.name, p.issuer);
+        if !p.domains.is_empty() {
+            line.push_str(&format!(", required for {}", p.domains.join(", ")));
+        }
+        if let Some(org) = &p.org {
+            line.push_str(&format!(", joins organisation {org}"));
+        }
+        if p.signup {
+            line.push_str(", signup on");
+        }
+        found("upstream", line);
+    }
 }
 
 /// The mailer as the server builds it (sender, templates, SMTP URL and CA certificates).

@@ -92,6 +92,10 @@ pub struct SettingsArgs {
     /// TOML file of access rules for forward-auth (docs/api.md §6) [default: none]
     #[arg(long, env = "GATEHOUSE_ACCESS_RULES", value_name = "FILE")]
     pub access_rules: Option<String>,
+    /// TOML file of the identity providers people may sign in through (docs/api.md §14)
+    /// [default: none]
+    #[arg(long, env = "GATEHOUSE_IDENTITY_PROVIDERS", value_name = "FILE")]
+    pub identity_providers: Option<String>,
     /// With access rules, forward-auth from a peer outside GATEHOUSE_TRUSTED_PROXIES: `refuse`
     /// (403) or `token-only` (judged by its token, without the rules) [default: refuse]
     #[arg(

@@ -12,6 +12,9 @@ mod args;
 mod browser;
 mod mail;
 mod oauth;
+mod providers;
+#[allow(unused_imports)]
+pub(crate) use providers::is_loopback;
 mod return_urls;
 mod source;
 mod tokens;
@@ -31,6 +34,7 @@ pub use webauthn::RelyingParty;
 
 use crate::authz::rules::AccessRules;
 use crate::crypto::SigningAlg;
+use crate::federation::ProviderConfig;
 
 /// Every setting, parsed and checked.
 #[derive(Clone, Debug)]
@@ -68,6 +72,8 @@ pub struct Settings {
     /// Whether, with access rules, forward-auth judges a request from an untrusted peer by its
     /// token alone (`GATEHOUSE_UNTRUSTED_FORWARD_AUTH=token-only`) rather than refusing it.
     pub untrusted_token_only: bool,
+    /// The upstream OpenID providers of `GATEHOUSE_IDENTITY_PROVIDERS` (empty without it).
+    pub identity_providers: Vec<ProviderConfig>,
     pub log: String,
     pub log_format: LogFormat,
     /// Where users reach the service, without a trailing slash (`GATEHOUSE_PUBLIC_URL`).
@@ -110,6 +116,7 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "metrics_listen",
     "access_rules",
     "untrusted_forward_auth",
+    "identity_providers",
     "log",
     "log_format",
     "public_url",
@@ -214,6 +221,7 @@ impl Settings {
                 "refuse",
                 ("token-only", "refuse"),
             )?,
+            identity_providers: identity_providers(&src, args)?,
             log: log_filter(&src, args)?,
             log_format: log_format(&src, args)?,
             public_url,
@@ -302,6 +310,23 @@ fn access_rules(src: &Source, args: &SettingsArgs) -> Result<AccessRules, Settin
             })
         }
         _ => Ok(AccessRules::default()),
+    }
+}
+
+fn identity_providers(
+    src: &Source,
+    args: &SettingsArgs,
+) -> Result<Vec<ProviderConfig>, SettingsError> {
+    match src.pick("identity_providers", &args.identity_providers) {
+        Some(path) if !path.is_empty() => {
+            providers::load(std::path::Path::new(&path)).map_err(|reason| {
+                Setting {
+                    key: "identity_providers",
+                }
+                .invalid(&path, &reason)
+            })
+        }
+        _ => Ok(Vec::new()),
     }
 }
 
