@@ -13,7 +13,6 @@ mod browser;
 mod mail;
 mod oauth;
 mod providers;
-#[allow(unused_imports)]
 pub(crate) use providers::is_loopback;
 mod return_urls;
 mod source;
