@@ -275,8 +275,7 @@ impl Providers {
             ));
         }
         let mut identity = id_token::validate(&token, &head, &candidates, &expected)?;
-        let incomplete =
-            identity.email.is_none() || !identity.email_verified || identity.name.is_none();
+        let incomplete = identity.email.is_none() || identity.name.is_none();
         if let Some(access_token) = access_token.filter(|_| incomplete) {
             match upstream.userinfo(http, &endpoints, &access_token).await {
                 Ok(info) => merge_userinfo(&mut identity, &info),
@@ -296,15 +295,14 @@ impl Providers {
 
 /// Fills what the ID token left out from a userinfo document, which counts only when its `sub` is
 /// the token's (OpenID Connect Core §5.3.2: else it may describe someone else). The address and
-/// its `email_verified` travel together: a verified flag never applies to another address.
+/// its `email_verified` come from the same document: a flag never vouches for another address,
+/// and a token's own `email_verified` is never overruled.
 fn merge_userinfo(identity: &mut UpstreamIdentity, info: &serde_json::Value) {
     if id_token::text(info.get("sub")).as_deref() != Some(identity.subject.as_str()) {
         return;
     }
     if identity.email.is_none() {
         identity.email = id_token::text(info.get("email"));
-        identity.email_verified = id_token::verified(info.get("email_verified"));
-    } else if !identity.email_verified && id_token::text(info.get("email")) == identity.email {
         identity.email_verified = id_token::verified(info.get("email_verified"));
     }
     if identity.name.is_none() {

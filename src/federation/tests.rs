@@ -74,7 +74,7 @@ fn userinfo_counts_only_for_the_same_subject_and_address() {
     assert_eq!(identity.email.as_deref(), Some("x@a.example"));
     assert!(identity.email_verified);
     assert_eq!(identity.name.as_deref(), Some("X"));
-    // A verified flag for another address does not verify the token's.
+    // A verified flag for another address, or an unverified one, does not verify the token's.
     identity.email = Some("y@a.example".into());
     identity.email_verified = false;
     merge_userinfo(&mut identity, &same);
