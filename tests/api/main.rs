@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod authenticator;
+mod federation_idp;
 mod helpers;
 mod hostile;
 mod oauth_helpers;
@@ -34,6 +35,7 @@ mod contacts;
 mod discovery;
 mod docs;
 mod errors;
+mod federation_upstream;
 mod forward_auth_input;
 mod framing;
 mod guard;
