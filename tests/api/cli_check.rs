@@ -202,3 +202,50 @@ fn a_sqlite_database_not_made_yet_is_what_serve_would_make() {
         &["cannot create the database file"],
     );
 }
+
+#[test]
+fn identity_providers_are_listed_and_a_bad_file_fails_as_serve_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let providers = dir.path().join("providers.toml");
+    std::fs::write(
+        &providers,
+        "[[provider]]\nid = \"acme-sso\"\nname = \"Acme\"\nissuer = \"https://login.acme.example\"\n\
+         client_id = \"gatehouse\"\nclient_secret = \"s3cret\"\ndomains = [\"acme.example\"]\n\
+         org = \"acme\"\nsignup = true\n",
+    )
+    .unwrap();
+    let db = TestDatabase::external(
+        &format!("sqlite://{}", dir.path().join("gatehouse.db").display()),
+        gatehouse::config::MasterKey::generate().encode(),
+    );
+    let path = providers.display().to_string();
+    let output = db
+        .command()
+        .env("GATEHOUSE_IDENTITY_PROVIDERS", &path)
+        .arg("check")
+        .output()
+        .unwrap();
+    assert!(output.status.success(), "{}", stderr(&output));
+    let needle = "upstream       acme-sso (\"Acme\") at https://login.acme.example/, required for \
+                  acme.example, joins organisation acme, signup on";
+    assert!(stdout(&output).contains(needle), "{}", stdout(&output));
+    assert!(!stdout(&output).contains("s3cret"));
+    // Two providers under one id: one line naming the provider, as serve says it.
+    let text = std::fs::read_to_string(&providers).unwrap();
+    std::fs::write(
+        &providers,
+        format!("{text}\n{}", text.replace("domains", "# domains")),
+    )
+    .unwrap();
+    let env = [("GATEHOUSE_IDENTITY_PROVIDERS", path.as_str())];
+    let output = db.command().envs(env).arg("check").output().unwrap();
+    let err = one_line_error(
+        &output,
+        2,
+        &[
+            "GATEHOUSE_IDENTITY_PROVIDERS",
+            "provider \"acme-sso\": the id is used by an earlier provider",
+        ],
+    );
+    assert_eq!(err.trim(), serve_error(&db, &env));
+}

@@ -357,3 +357,27 @@ async fn an_unreachable_issuer_is_listed_unavailable_and_refuses_to_start() {
     ));
     assert!(started.elapsed() < Duration::from_secs(1));
 }
+
+#[tokio::test]
+async fn a_provider_that_comes_up_later_is_discovered_by_the_retries() {
+    let port = crate::helpers::free_port();
+    let client = HostileIdp::client(REDIRECT_URI);
+    let providers = Providers::new(vec![provider_config(
+        "late",
+        &format!("http://127.0.0.1:{port}"),
+        &client,
+    )]);
+    providers.discover_in_background();
+    // The first attempt meets a closed port; the retries (1 s, then 2 s later) find it up.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!providers.list()[0].available);
+    let idp = HostileIdp::start_on(port).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !providers.list()[0].available {
+        assert!(Instant::now() < deadline, "not discovered after it came up");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let identity = sign_in(&providers, "late", None).await.unwrap();
+    assert_eq!(identity.subject, HOSTILE_SUBJECT);
+    assert_eq!(idp.jwks_fetches(), 1);
+}
