@@ -114,7 +114,8 @@ fn check(raw: RawProvider) -> Result<ProviderConfig, String> {
     if !scopes.iter().any(|s| s == "openid") {
         scopes.insert(0, "openid".into());
     }
-    scopes.dedup();
+    let mut seen = std::collections::HashSet::new();
+    scopes.retain(|s| seen.insert(s.clone()));
     let domains = raw
         .domains
         .unwrap_or_default()
@@ -268,6 +269,8 @@ signup = true
     fn openid_is_always_among_the_scopes() {
         let p = &parse(&with(r#"scopes = ["email"]"#)).unwrap()[0];
         assert_eq!(p.scopes, ["openid", "email"]);
+        let p = &parse(&with(r#"scopes = ["email", "openid", "email"]"#)).unwrap()[0];
+        assert_eq!(p.scopes, ["email", "openid"]);
     }
 
     #[test]

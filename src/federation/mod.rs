@@ -10,6 +10,7 @@ mod id_token;
 mod upstream;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -92,6 +93,8 @@ pub struct Providers {
 
 struct Inner {
     upstreams: Vec<Upstream>,
+    /// Discovery is started once, however often `discover_in_background` is called.
+    started: AtomicBool,
     /// `None` when the TLS client cannot be built: every provider is then unavailable.
     http: Option<reqwest::Client>,
 }
@@ -125,6 +128,7 @@ impl Providers {
         Providers {
             inner: Arc::new(Inner {
                 upstreams: configs.into_iter().map(Upstream::new).collect(),
+                started: AtomicBool::new(false),
                 http,
             }),
         }
@@ -140,6 +144,9 @@ impl Providers {
         let Some(http) = self.inner.http.clone() else {
             return;
         };
+        if self.inner.started.swap(true, Ordering::SeqCst) {
+            return;
+        }
         for index in 0..self.inner.upstreams.len() {
             let inner = Arc::clone(&self.inner);
             let http = http.clone();
@@ -256,10 +263,11 @@ impl Providers {
             .await?;
         let head = id_token::head(&token)?;
         let mut keys = upstream.keys();
-        let unknown_kid = |keys: &[id_token::Key]| {
-            head.kid.is_some() && id_token::candidates(keys, &head).is_empty()
-        };
-        if unknown_kid(&keys) && upstream.refetch_keys(http, &endpoints.jwks).await {
+        let unknown_kid = head.kid.is_some() && id_token::candidates(&keys, &head).is_empty();
+        if unknown_kid {
+            // Refetched here, or a moment ago by a concurrent callback (which this one waited
+            // for): either way the set in hand now is the newest there is.
+            upstream.refetch_keys(http, &endpoints.jwks).await;
             keys = upstream.keys();
         }
         let expected = id_token::Expected {

@@ -83,12 +83,12 @@ impl Upstream {
             .unwrap_or_else(|_| Arc::new(Vec::new()))
     }
 
-    /// The JWK Set fetched again, when the last refetch is older than `REFETCH_EVERY`; `false`
-    /// when it was not (too soon, or the provider did not give a usable set).
-    pub(super) async fn refetch_keys(&self, http: &reqwest::Client, jwks: &Url) -> bool {
+    /// The JWK Set fetched again, unless the last refetch is younger than `REFETCH_EVERY`. A set
+    /// that cannot be fetched leaves the one held in place (logged).
+    pub(super) async fn refetch_keys(&self, http: &reqwest::Client, jwks: &Url) {
         let mut last = self.refetched.lock().await;
         if last.is_some_and(|at| at.elapsed() < REFETCH_EVERY) {
-            return false;
+            return;
         }
         *last = Some(Instant::now());
         let keys = match get_json(http, jwks, None).await {
@@ -100,12 +100,12 @@ impl Upstream {
                 if let Ok(mut slot) = self.keys.write() {
                     *slot = Arc::new(keys);
                 }
-                true
             }
-            Err(reason) => {
-                tracing::warn!(provider = %self.config.id, %reason, "identity provider: its JWK Set could not be refetched");
-                false
-            }
+            Err(reason) => tracing::warn!(
+                provider = %self.config.id,
+                %reason,
+                "identity provider: its JWK Set could not be refetched"
+            ),
         }
     }
 
