@@ -1,11 +1,14 @@
 //! Validating an upstream provider's ID token (OpenID Connect Core §3.1.3.7), given its keys.
 //! Pure: no I/O, the time passed in, so every refusal is unit-tested here.
 //!
-//! Hand-written on jsonwebtoken (the signature check) rather than openidconnect's
-//! `IdTokenVerifier`: that verifier takes a fixed JWK Set and reports a `kid` it does not know as
-//! one more signature failure, while the design refetches the set once on an unknown `kid`; it
-//! does not check `iat` at all; and its claims types reject a whole token over one malformed
-//! optional claim a provider adds. Each claim check below is a few lines and says why.
+//! Hand-written on jsonwebtoken (the crate that verifies Gatehouse's own tokens) rather than on
+//! openidconnect's `IdTokenVerifier`. That verifier could do most of it (it names an unknown `kid`
+//! `NoMatchingKey`, takes an `iat` hook, checks `azp`), but the refetch wrapper and the `iat` rule
+//! would be ours anyway, and its claim types refuse a whole token over one optional claim of an
+//! odd shape (`email_verified: "true"` needs a cargo feature; other shapes have none), while here
+//! an odd optional claim counts as absent and only the claims §3.1.3.7 names can refuse a token.
+//! Its discovery type also requires fields this flow never reads (`subject_types_supported`…).
+//! openidconnect stays a dev-dependency: the test relying party of Gatehouse's own provider.
 
 use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
