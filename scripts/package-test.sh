@@ -103,6 +103,40 @@ curl -sS -H 'content-type: application/json' \
     -d "{\"email\":\"admin@example.com\",\"password\":\"$PASSWORD\"}" "$URL/api/v1/auth/login" |
     python3 -c 'import json,sys; d=json.load(sys.stdin)["data"]; print("login -> accessToken", len(d["accessToken"]), "chars, roles", d.get("user", {}).get("roles", "in the token"))'
 
+step "the book's OpenID Connect example (docs/guide/oidc.md), with openid-client"
+# A web application and a machine client registered as the chapter says; openid-client (panva's,
+# OpenID Certified; tests/browser/node_modules) discovers the provider, builds the sign-in URL
+# (which lands on /sign-in) and gets the machine client a token. http only because this is
+# loopback: openid-client refuses it elsewhere, as it should.
+APP=$(as_service /usr/bin/gatehouse clients add "Example app" \
+    --redirect-uri http://localhost:3000/callback --json)
+JOB=$(as_service /usr/bin/gatehouse clients add "Nightly job" \
+    --grant client_credentials --scope contacts:read --json)
+(cd tests/browser && node --input-type=module - "$URL" "$APP" "$JOB" <<'JS'
+import * as oidc from "openid-client";
+const [url, app, job] = process.argv.slice(2);
+const insecure = { execute: [oidc.allowInsecureRequests] };
+const web = JSON.parse(app);
+const config = await oidc.discovery(new URL(url), web.clientId, undefined,
+  oidc.ClientSecretBasic(web.clientSecret), insecure);
+console.log("discovery -> issuer", config.serverMetadata().issuer);
+const verifier = oidc.randomPKCECodeVerifier();
+const signIn = oidc.buildAuthorizationUrl(config, {
+  redirect_uri: "http://localhost:3000/callback", scope: "openid profile email",
+  code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: "S256",
+  nonce: oidc.randomNonce(), state: oidc.randomState(),
+});
+const page = await fetch(signIn, { redirect: "manual" });
+console.log("authorization URL ->", page.status, page.headers.get("location") ?? "(the page itself)");
+if (page.status >= 400) throw new Error(`the authorization URL failed: ${page.status}`);
+const machine = JSON.parse(job);
+const jobConfig = await oidc.discovery(new URL(url), machine.clientId, undefined,
+  oidc.ClientSecretBasic(machine.clientSecret), insecure);
+const tokens = await oidc.clientCredentialsGrant(jobConfig, { scope: "contacts:read" });
+console.log("client_credentials ->", tokens.token_type, "token,", tokens.expires_in, "s, scope", tokens.scope);
+JS
+)
+
 step "gatehouse check and backup while serving"
 as_service /usr/bin/gatehouse check
 as_service /usr/bin/gatehouse backup /var/lib/gatehouse/backup-test.db
