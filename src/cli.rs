@@ -211,8 +211,8 @@ async fn execute(
                 .await?;
             println!(
                 "deleted {} sessions, {} refresh-token records, {} challenges, {} throttle keys, \
-                 {} audit events, {} mailed tokens, {} invitations in {:.1} s (longest batch \
-                 {:.1} ms)",
+                 {} audit events, {} mailed tokens, {} invitations, {} federation sign-ins in \
+                 {:.1} s (longest batch {:.1} ms)",
                 purged.sessions,
                 purged.refresh_tokens,
                 purged.challenges,
@@ -220,6 +220,7 @@ async fn execute(
                 purged.audit_events,
                 purged.mail_tokens,
                 purged.invitations,
+                purged.federation,
                 started.elapsed().as_secs_f64(),
                 purged.longest_batch.as_secs_f64() * 1000.0
             );

@@ -35,7 +35,8 @@ impl Housekeeping {
     /// Sessions lapsed or revoked longer ago than any access token lives, refresh-token records
     /// consumed before the grace window (reuse of such a token is still detected: see
     /// `already_rotated`), expired challenges and passkey ceremonies, idle throttle state, audit
-    /// events past retention, expired mailed tokens and invitations.
+    /// events past retention, expired mailed tokens and invitations, and the sign-ins through other
+    /// providers begun or finished and never collected.
     pub async fn housekeep(&self) -> Result<Purged> {
         let now = self.core.clock.now_ms();
         let ended_before = now - self.core.live.horizon_ms();
@@ -67,6 +68,12 @@ impl Housekeeping {
             .await?
             + self
                 .purge(Purge::ExpiredRegistrationTokens, now, longest)
+                .await?;
+        p.federation = self
+            .purge(Purge::ExpiredFederationFlows, now, longest)
+            .await?
+            + self
+                .purge(Purge::ExpiredFederationHandoffs, now, longest)
                 .await?;
         Ok(p)
     }

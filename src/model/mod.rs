@@ -5,6 +5,7 @@
 pub mod api_keys;
 pub mod clients;
 pub mod contacts;
+pub mod federation;
 pub mod holder;
 pub mod logouts;
 pub mod mail;
@@ -17,6 +18,7 @@ pub mod users;
 
 pub use api_keys::{ApiKey, KeyIdentity, NewApiKey};
 pub use clients::{Client, ClientOrigin, ClientType, GrantType};
+pub use federation::{FederatedIdentity, FederationFlow, Linked, Unlinked};
 pub use holder::{ClientIdentity, Holder};
 pub use sessions::{
     ApiScopes, ClientGrant, ClientInfo, CookieSession, EndReason, Factor, Identity, LoginOutcome,

@@ -11,7 +11,8 @@ pub struct User {
     /// Lower-cased: the login key.
     pub email_normalized: String,
     pub full_name: String,
-    /// Argon2id PHC string.
+    /// Argon2id PHC string; empty: the account has no password (made by another identity
+    /// provider, docs/api.md §14).
     pub password_hash: String,
     pub disabled: bool,
     /// Sealed TOTP secret of enabled 2FA.
@@ -36,6 +37,12 @@ pub struct User {
 impl User {
     pub fn two_factor_enabled(&self) -> bool {
         self.totp_secret.is_some()
+    }
+
+    /// Whether a password signs in to the account (an account made by another identity provider
+    /// has none until its owner sets one with a reset link).
+    pub fn has_password(&self) -> bool {
+        !self.password_hash.is_empty()
     }
 }
 

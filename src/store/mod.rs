@@ -25,6 +25,7 @@ pub mod consents;
 pub mod contacts;
 pub mod cookies;
 mod credentials;
+pub mod federation;
 pub mod keys;
 pub mod logouts;
 pub mod mail_tokens;

@@ -20,6 +20,8 @@ pub struct Purged {
     pub mail_tokens: u64,
     /// Expired invitations: to an organisation, and to register a client (initial access tokens).
     pub invitations: u64,
+    /// Sign-ins through other providers never finished, and finished ones never collected.
+    pub federation: u64,
     /// The longest single batch: the longest the pass held the database's writer (SQLite).
     pub longest_batch: Duration,
 }
@@ -51,11 +53,15 @@ pub enum Purge {
     /// Client registration tokens (RFC 7591 initial access tokens) expired before the cut-off,
     /// used or not.
     ExpiredRegistrationTokens,
+    /// Sign-ins and links through another provider begun and never finished (docs/api.md §14).
+    ExpiredFederationFlows,
+    /// Finished sign-ins through another provider the pages never collected.
+    ExpiredFederationHandoffs,
 }
 
 impl Purge {
     /// The batch statement, for SQLite and for PostgreSQL: `$1` the cut-off, `$2` the most rows to
-    /// delete. Each subquery filters on an indexed column (migrations 0001, 0003, 0005 and 0022), so a
+    /// delete. Each subquery filters on an indexed column (migrations 0001, 0003, 0005, 0022 and 0023), so a
     /// batch starts at the oldest rows instead of scanning past the ones it keeps.
     pub(super) const fn sql(self) -> (&'static str, &'static str) {
         match self {
@@ -70,6 +76,8 @@ impl Purge {
             Purge::ExpiredCodes => PURGE_EXPIRED_CODES,
             Purge::ExpiredOrgInvitations => PURGE_EXPIRED_ORG_INVITATIONS,
             Purge::ExpiredRegistrationTokens => PURGE_EXPIRED_REGISTRATION_TOKENS,
+            Purge::ExpiredFederationFlows => PURGE_EXPIRED_FEDERATION_FLOWS,
+            Purge::ExpiredFederationHandoffs => PURGE_EXPIRED_FEDERATION_HANDOFFS,
         }
     }
 }
@@ -131,6 +139,10 @@ pub(super) const PURGE_EXPIRED_ORG_INVITATIONS: Texts =
     purge_sql!("org_invitations", "id", "expires_at");
 pub(super) const PURGE_EXPIRED_REGISTRATION_TOKENS: Texts =
     purge_sql!("client_registration_tokens", "id", "expires_at");
+pub(super) const PURGE_EXPIRED_FEDERATION_FLOWS: Texts =
+    purge_sql!("federation_flows", "binding_hash", "expires_at");
+pub(super) const PURGE_EXPIRED_FEDERATION_HANDOFFS: Texts =
+    purge_sql!("federation_handoffs", "binding_hash", "expires_at");
 
 impl Store {
     /// Deletes at most `limit` rows of `kind` older than `before`, in a transaction of its own;

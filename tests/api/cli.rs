@@ -634,7 +634,9 @@ async fn housekeep_runs_one_pass_and_says_what_it_deleted(backend: Backend) {
     let out = stdout(&output);
     assert!(
         out.starts_with("deleted 0 sessions, 0 refresh-token records, 0 challenges, ")
-            && out.contains(", 1234 audit events, 0 mailed tokens, 0 invitations in ")
+            && out.contains(
+                ", 1234 audit events, 0 mailed tokens, 0 invitations, 0 federation sign-ins in "
+            )
             && out.contains("longest batch"),
         "{out:?}"
     );

@@ -11,8 +11,9 @@ use crate::store::cookies::COOKIE_SESSION;
 use crate::store::orgs::MEMBERSHIPS_OF;
 use crate::store::purge::{
     PURGE_CONSUMED_REFRESH_TOKENS, PURGE_EXPIRED_CHALLENGES, PURGE_EXPIRED_CODES,
-    PURGE_EXPIRED_MAIL_TOKENS, PURGE_EXPIRED_ORG_INVITATIONS, PURGE_EXPIRED_REGISTRATION_TOKENS,
-    PURGE_IDLE_THROTTLES, PURGE_LAPSED_SESSIONS, PURGE_OLD_AUDIT_EVENTS, PURGE_REVOKED_SESSIONS,
+    PURGE_EXPIRED_FEDERATION_FLOWS, PURGE_EXPIRED_FEDERATION_HANDOFFS, PURGE_EXPIRED_MAIL_TOKENS,
+    PURGE_EXPIRED_ORG_INVITATIONS, PURGE_EXPIRED_REGISTRATION_TOKENS, PURGE_IDLE_THROTTLES,
+    PURGE_LAPSED_SESSIONS, PURGE_OLD_AUDIT_EVENTS, PURGE_REVOKED_SESSIONS,
 };
 use crate::store::sessions::{
     ACTIVE_SESSIONS, CURRENT_REFRESH, REFRESH_BY_JTI, REVOKED_SINCE, ROTATE_POSTGRES,
@@ -282,6 +283,18 @@ pub(super) fn cases() -> Vec<Case> {
         purge(
             "purge: expired client registration tokens",
             PURGE_EXPIRED_REGISTRATION_TOKENS,
+            "bigint, bigint",
+            "100, 500",
+        ),
+        purge(
+            "purge: expired federation flows",
+            PURGE_EXPIRED_FEDERATION_FLOWS,
+            "bigint, bigint",
+            "100, 500",
+        ),
+        purge(
+            "purge: expired federation handoffs",
+            PURGE_EXPIRED_FEDERATION_HANDOFFS,
             "bigint, bigint",
             "100, 500",
         ),

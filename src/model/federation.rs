@@ -1,0 +1,59 @@
+//! Identities at other OpenID providers linked to accounts, and the sign-ins through them under
+//! way (docs/api.md §14).
+
+use uuid::Uuid;
+
+/// An identity at an upstream provider, linked to an account.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FederatedIdentity {
+    /// The provider's `id` in the providers file.
+    pub provider_id: String,
+    /// The ID token's `sub`.
+    pub subject: String,
+    pub user_id: Uuid,
+    /// The address as the provider last said.
+    pub email: Option<String>,
+    /// ms.
+    pub linked_at: i64,
+    /// ms; `None` before the first sign-in through it.
+    pub last_used_at: Option<i64>,
+}
+
+/// A sign-in or link under way: what the callback needs to finish it, found by the hash of the
+/// browser's binding cookie.
+#[derive(Debug, Clone)]
+pub struct FederationFlow {
+    /// SHA-256 of the binding cookie's value.
+    pub binding_hash: [u8; 32],
+    pub provider_id: String,
+    /// SHA-256 of the `state` sent to the provider.
+    pub state_hash: [u8; 32],
+    pub nonce: String,
+    /// The PKCE verifier, sealed under the master key (context: `binding_hash`).
+    pub sealed_verifier: Vec<u8>,
+    pub return_to: String,
+    /// A link: the account and the session that started it; `None`: a sign-in.
+    pub link: Option<(Uuid, Uuid)>,
+    /// ms.
+    pub expires_at: i64,
+}
+
+/// What linking an identity to an account found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Linked {
+    Linked,
+    /// The identity is linked to another account.
+    TakenByOther,
+    /// This account has an identity at that provider already.
+    ProviderTaken,
+}
+
+/// What unlinking found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unlinked {
+    Unlinked,
+    /// No identity of the account at that provider.
+    NotFound,
+    /// It is the account's last way in: no password, no passkey, no other identity.
+    LastWayIn,
+}
