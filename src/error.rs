@@ -95,6 +95,13 @@ pub enum Error {
     /// An administration call that would lock the admin out, or that the account's state refuses.
     #[error("{0}")]
     Conflict(Conflict),
+    /// A password sign-in or registration for an address under an identity provider's `domains`
+    /// (docs/api.md §14): such addresses sign in through that provider (its id).
+    #[error("addresses of this domain sign in through their organisation's identity provider")]
+    SsoRequired { provider: String },
+    /// An identity provider whose discovery is not done or that cannot be reached.
+    #[error("the identity provider cannot be reached now: try again later")]
+    ProviderUnavailable,
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -132,6 +139,15 @@ pub enum Conflict {
     /// A person's 51st API key (docs/api.md §12).
     #[error("an account has at most 50 API keys: delete one first")]
     TooManyApiKeys,
+    /// Linking an identity of a provider the account has one of already (docs/api.md §14).
+    #[error("an identity at this provider is linked to your account already: unlink it first")]
+    AlreadyLinked,
+    /// Linking an identity that is another account's.
+    #[error("this identity is linked to another account")]
+    IdentityTaken,
+    /// Unlinking the account's last way in: no password, no passkey, no other identity.
+    #[error("this is your account's only way to sign in: set a password or add a passkey first")]
+    LastWayIn,
 }
 
 /// What an admin may not do to their own account.

@@ -98,6 +98,7 @@ impl Services {
         let directory = Arc::new(Directory::new(store.clone(), clock.clone()));
         let metrics = Arc::new(Metrics::new());
         let (mailer, transport) = mail(settings, secrets.clone(), metrics.clone())?;
+        let providers = identity_providers(Vec::new(), &store).await?;
         let auth = AuthService::new(
             AuthParts {
                 store: store.clone(),
@@ -110,6 +111,7 @@ impl Services {
                 metrics: metrics.clone(),
                 webauthn: relying_party(settings)?.map(Arc::new),
                 mailer: mailer.clone(),
+                providers,
             },
             AuthSettings {
                 rate_limit: settings.rate_limit,
@@ -125,6 +127,7 @@ impl Services {
                     require_verified_email: settings.mail.require_verified_email,
                 },
                 client_registration: settings.client_registration,
+                public_url: settings.public_url.clone(),
             },
         );
         let contacts = Contacts::new(store.clone(), secrets, clock.clone());
@@ -144,6 +147,26 @@ impl Services {
             issuer: settings.issuer.clone(),
         })
     }
+}
+
+/// The identity providers of the providers file (docs/api.md §14), each `org` checked against the
+/// database: a provider naming an organisation that does not exist stops the start, in one line
+/// naming the provider (its people would otherwise sign in and join nothing, silently).
+async fn identity_providers(
+    configs: Vec<crate::federation::ProviderConfig>,
+    store: &Store,
+) -> anyhow::Result<crate::federation::Providers> {
+    for config in &configs {
+        if let Some(slug) = &config.org
+            && store.org_id_by_slug(slug).await?.is_none()
+        {
+            anyhow::bail!(
+                "identity provider {:?}: its org {slug:?} is no organisation's slug (create it first, or remove `org`)",
+                config.id
+            );
+        }
+    }
+    Ok(crate::federation::Providers::new(configs))
 }
 
 /// The WebAuthn relying party of the settings (checked there already: `config::webauthn`), or

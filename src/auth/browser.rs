@@ -62,12 +62,17 @@ impl BrowserSessions {
     /// A cookie for the caller's session (`POST /auth/browser-session`), living as long as the
     /// session may: until its refresh token lapses.
     pub async fn issue(&self, who: &Principal) -> Result<IssuedCookie> {
+        self.issue_for(who.session_id).await
+    }
+
+    /// A cookie for `session` (a sign-in through another provider: docs/api.md §14).
+    pub(super) async fn issue_for(&self, session: uuid::Uuid) -> Result<IssuedCookie> {
         let value = self.core.secrets.tagged_token(SCOPE);
         let now = self.core.clock.now_ms();
         let expires_at = self
             .core
             .store
-            .insert_cookie(&sha256(value.as_bytes()), who.session_id, now)
+            .insert_cookie(&sha256(value.as_bytes()), session, now)
             .await?
             // Revoked on another instance a moment ago (not yet known here), or lapsed.
             .ok_or(Error::TokenInvalid)?;

@@ -45,6 +45,8 @@ pub struct Core {
     pub(super) mailer: Arc<Mailer>,
     /// API keys read lately, and their uses noted (docs/api.md §12).
     pub(super) keys: super::api_keys::LiveKeys,
+    /// The identity providers people may sign in with (docs/api.md §14).
+    pub(super) providers: crate::federation::Providers,
 }
 
 impl Core {

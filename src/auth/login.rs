@@ -7,7 +7,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use super::audit::{AuditEvent, LoginFailure, Subject};
 use super::password::Verdict;
-use super::{AMR_OTP, AMR_PASSWORD};
+use super::{AMR_FEDERATED, AMR_OTP, AMR_PASSWORD};
 use crate::crypto::{random_token, sha256};
 use crate::error::{Error, Result};
 use crate::metrics::{LoginOutcome as LoginMetric, TwoFactorOutcome};
@@ -96,20 +96,7 @@ impl Login {
             self.upgrade_hash_later(&user, candidate);
         }
         if user.two_factor_enabled() {
-            let temp_token = random_token();
-            let expires_at =
-                self.core.clock.now_ms() + self.core.settings.temp_ttl.as_millis() as i64;
-            self.core
-                .store
-                .insert_challenge(&sha256(temp_token.as_bytes()), user.id, expires_at)
-                .await?;
-            self.core
-                .audit(
-                    AuditEvent::LoginChallenged,
-                    Subject::user(user.id).from(client),
-                )
-                .await;
-            return Ok(LoginOutcome::Challenge { temp_token });
+            return self.challenge(&user, AMR_PASSWORD, client).await;
         }
         let tokens = self
             .open_login_session(&user, vec![AMR_PASSWORD.into()], client)
@@ -123,6 +110,34 @@ impl Login {
             )
             .await;
         Ok(LoginOutcome::Tokens(tokens))
+    }
+
+    /// The 2FA challenge of a login whose first factor (`pwd`, `fed`) passed: the session that
+    /// completes it carries that factor in its `amr` with the second.
+    pub(super) async fn challenge(
+        &self,
+        user: &User,
+        first_factor: &str,
+        client: &ClientInfo,
+    ) -> Result<LoginOutcome> {
+        let temp_token = random_token();
+        let expires_at = self.core.clock.now_ms() + self.core.settings.temp_ttl.as_millis() as i64;
+        self.core
+            .store
+            .insert_challenge(
+                &sha256(temp_token.as_bytes()),
+                user.id,
+                first_factor,
+                expires_at,
+            )
+            .await?;
+        self.core
+            .audit(
+                AuditEvent::LoginChallenged,
+                Subject::user(user.id).from(client),
+            )
+            .await;
+        Ok(LoginOutcome::Challenge { temp_token })
     }
 
     /// A session for a login whose checks passed against `user`. If the account was disabled or
@@ -182,9 +197,13 @@ impl Login {
     }
 
     /// The account of a live 2FA challenge (live, unused, attempts left), unless it was disabled
-    /// since the challenge was made.
-    pub(super) async fn challenged_user(&self, token_hash: &[u8; 32], now: i64) -> Result<User> {
-        let user_id = self
+    /// since the challenge was made, and the `amr` value of the login's first factor.
+    pub(super) async fn challenged_user(
+        &self,
+        token_hash: &[u8; 32],
+        now: i64,
+    ) -> Result<(User, &'static str)> {
+        let (user_id, first_factor) = self
             .core
             .store
             .challenge_user(token_hash, MAX_CHALLENGE_ATTEMPTS, now)
@@ -199,7 +218,7 @@ impl Login {
         if user.disabled {
             return Err(Error::AccountDisabled);
         }
-        Ok(user)
+        Ok((user, first_factor_amr(&first_factor)))
     }
 
     async fn second_factor_attempt(
@@ -211,7 +230,7 @@ impl Login {
         self.core.throttle.attempt_from(client.ip)?;
         let hash = sha256(temp_token.as_bytes());
         let now = self.core.clock.now_ms();
-        let user = self.challenged_user(&hash, now).await?;
+        let (user, first_factor) = self.challenged_user(&hash, now).await?;
         // 2FA may have been reset by an administrator since the challenge was made.
         let sealed = user.totp_secret.as_deref().ok_or(Error::TempTokenInvalid)?;
         // A wait is answered before an attempt of the challenge is taken: a 429 uses none of them.
@@ -244,7 +263,7 @@ impl Login {
         if !self.core.store.complete_challenge(&hash, now).await? {
             return Err(Error::TempTokenInvalid);
         }
-        let amr = vec![AMR_PASSWORD.into(), AMR_OTP.into()];
+        let amr = vec![first_factor.into(), AMR_OTP.into()];
         let tokens = self
             .core
             .open_session(&user, amr, client)
@@ -267,5 +286,13 @@ impl Login {
             )
             .await;
         Ok(tokens)
+    }
+}
+
+/// The `amr` value of a challenge's first factor as stored: only the two this service writes.
+pub(super) fn first_factor_amr(stored: &str) -> &'static str {
+    match stored {
+        AMR_FEDERATED => AMR_FEDERATED,
+        _ => AMR_PASSWORD,
     }
 }

@@ -20,6 +20,7 @@ use crate::store::Store;
 pub mod api_keys;
 pub mod audit;
 pub mod directory;
+pub mod federation;
 pub mod keys;
 pub mod live;
 pub mod oauth;
@@ -55,6 +56,7 @@ pub use api_keys::ApiKeys;
 pub use browser::BrowserSessions;
 pub use clients::{ClientChanges, ClientMetadata, Clients, NewClient};
 pub use enrolment::TwoFactor;
+pub use federation::Federation;
 pub use housekeeping::Housekeeping;
 pub use identity::{Guard, Introspection};
 pub use invitation::Invitations;
@@ -77,6 +79,9 @@ pub use crate::model::{LoginOutcome, LogoutScope};
 /// Authentication methods (RFC 8176) recorded in a session's `amr`.
 const AMR_PASSWORD: &str = "pwd";
 const AMR_OTP: &str = "otp";
+/// Signed in through another identity provider (docs/api.md §14): not an RFC 8176 value, which
+/// has none for it; `mfa` joins it when the provider's own second factor is trusted.
+const AMR_FEDERATED: &str = "fed";
 
 pub struct AuthSettings {
     /// Throttling of login and 2FA attempts (`GATEHOUSE_RATE_LIMIT`).
@@ -92,6 +97,8 @@ pub struct AuthSettings {
     pub links: LinkSettings,
     /// Clients that register themselves (docs/api.md §12).
     pub client_registration: crate::config::ClientRegistration,
+    /// Where people reach the service: the base of the redirect URI given to identity providers.
+    pub public_url: String,
 }
 
 pub struct LinkSettings {
@@ -117,6 +124,8 @@ pub struct AuthService {
     pub clients: Clients,
     /// Personal API keys (docs/api.md §12).
     pub api_keys: ApiKeys,
+    /// Signing in with other identity providers (docs/api.md §14).
+    pub federation: Federation,
     /// The OpenID provider's flows (docs/api.md §11).
     pub oauth: oauth::Provider,
     /// Revocation, end-session, consents (docs/api.md §11).
@@ -138,6 +147,8 @@ pub struct AuthParts {
     /// The relying party of passkeys (`services::relying_party`); `None`: passkeys are off.
     pub webauthn: Option<Arc<webauthn_rs::Webauthn>>,
     pub mailer: Arc<Mailer>,
+    /// The identity providers of `GATEHOUSE_IDENTITY_PROVIDERS` (docs/api.md §14).
+    pub providers: crate::federation::Providers,
 }
 
 impl AuthService {
@@ -158,6 +169,7 @@ impl AuthService {
             settings,
             webauthn: parts.webauthn,
             keys: Default::default(),
+            providers: parts.providers,
         });
         let login = Login { core: core.clone() };
         let sessions = Sessions { core: core.clone() };
@@ -179,6 +191,7 @@ impl AuthService {
             core: core.clone(),
             clients: clients.clone(),
         };
+        let browser = BrowserSessions::new(core.clone());
         AuthService {
             admin: Admin {
                 core: core.clone(),
@@ -194,7 +207,12 @@ impl AuthService {
                 login: login.clone(),
             },
             two_factor: TwoFactor { core: core.clone() },
-            browser: BrowserSessions::new(core.clone()),
+            federation: Federation {
+                core: core.clone(),
+                login: login.clone(),
+                browser: browser.clone(),
+            },
+            browser,
             oauth: oauth::Provider::new(core.clone(), clients.clone(), sessions.clone()),
             clients,
             api_keys: ApiKeys { core: core.clone() },
@@ -261,6 +279,7 @@ mod tests {
                 metrics,
                 hasher,
                 webauthn: None,
+                providers: crate::federation::Providers::none(),
             },
             AuthSettings {
                 rate_limit: true,
@@ -276,6 +295,7 @@ mod tests {
                     require_verified_email: false,
                 },
                 client_registration: Default::default(),
+                public_url: "http://localhost".into(),
             },
         )
     }

@@ -191,6 +191,9 @@ impl PasswordHasher {
     /// Verifies `password` against `stored`, or against a dummy hash when there is no account, so
     /// both cost the same.
     pub async fn verify(&self, password: SecretString, stored: Option<String>) -> Result<Verdict> {
+        // An empty hash is an account without a password: the same work as an unknown account,
+        // and never a match (whatever is typed, an empty string included).
+        let stored = stored.filter(|hash| !hash.is_empty());
         self.run(move |memory| {
             let known = stored.is_some();
             let phc = stored.unwrap_or_else(|| DUMMY_HASH.to_owned());

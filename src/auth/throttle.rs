@@ -53,6 +53,8 @@ pub struct Throttle {
     client_registrations_by_address: Gcra<IpAddr>,
     client_registrations: Gcra<()>,
     document_fetches: Gcra<()>,
+    federation_starts_by_address: Gcra<IpAddr>,
+    federation_starts: Gcra<()>,
 }
 
 /// A slot of an account's allowance, taken before a check; given back when the check passed.
@@ -96,6 +98,8 @@ impl Throttle {
             client_registrations_by_address: Gcra::new(10, Duration::from_secs(60), MAX_ADDRESSES),
             client_registrations: Gcra::new(50, Duration::from_millis(500), 1),
             document_fetches: Gcra::new(100, Duration::from_millis(200), 1),
+            federation_starts_by_address: Gcra::new(30, Duration::from_secs(2), MAX_ADDRESSES),
+            federation_starts: Gcra::new(500, Duration::from_millis(20), 1),
         }
     }
 
@@ -162,6 +166,21 @@ impl Throttle {
             return Ok(());
         }
         self.document_fetches.take((), self.clock.now_ms())
+    }
+
+    /// Counts the start of a sign-in or link through another identity provider from `ip` (a burst
+    /// of 30, then one every 2 s per address; 500, then fifty a second, for the instance): each
+    /// start writes a row that lives 10 minutes, and a flood must not fill the table.
+    pub fn federation_start_from(&self, ip: Option<IpAddr>) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let now = self.clock.now_ms();
+        if let Some(ip) = ip {
+            self.federation_starts_by_address
+                .take(address_key(ip), now)?;
+        }
+        self.federation_starts.take((), now)
     }
 
     /// Runs `check` (a password or code check for the account `email_normalized`) within the

@@ -135,6 +135,8 @@ impl Error {
             TwoFactorRequired => (StatusCode::FORBIDDEN, "TWO_FACTOR_REQUIRED"),
             InsufficientScope(_) | ClientToken => (StatusCode::FORBIDDEN, "INSUFFICIENT_SCOPE"),
             Conflict(_) => (StatusCode::CONFLICT, "CONFLICT"),
+            SsoRequired { .. } => (StatusCode::FORBIDDEN, "SSO_REQUIRED"),
+            ProviderUnavailable => (StatusCode::SERVICE_UNAVAILABLE, "SERVICE_UNAVAILABLE"),
         }
     }
 
@@ -147,6 +149,7 @@ impl Error {
             Error::RateLimited { retry_after } | Error::Overloaded { retry_after } => {
                 Some(json!({ "retryAfter": retry_after }))
             }
+            Error::SsoRequired { provider } => Some(json!({ "provider": provider })),
             _ => None,
         }
     }

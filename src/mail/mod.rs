@@ -55,6 +55,10 @@ pub enum Notice {
     AddressVerified,
     /// To an address another account asked to move to: it is this account's already.
     AddressInUse,
+    /// A sign-in through another identity provider was linked (docs/api.md §14).
+    IdentityLinked,
+    /// A sign-in through another identity provider was unlinked.
+    IdentityUnlinked,
 }
 
 impl Notice {
@@ -74,6 +78,8 @@ impl Notice {
             Notice::ApiKeyDeleted => "api_key_deleted",
             Notice::AddressVerified => "address_verified",
             Notice::AddressInUse => "address_in_use",
+            Notice::IdentityLinked => "identity_linked",
+            Notice::IdentityUnlinked => "identity_unlinked",
         }
     }
 
@@ -92,6 +98,8 @@ impl Notice {
             Notice::ApiKeyDeleted => "an API key was deleted",
             Notice::AddressVerified => "your address is confirmed",
             Notice::AddressInUse => "someone tried to use this address",
+            Notice::IdentityLinked => "a sign-in provider was linked",
+            Notice::IdentityUnlinked => "a sign-in provider was unlinked",
         }
     }
 
@@ -138,6 +146,15 @@ impl Notice {
             Notice::AddressInUse => {
                 "Someone signed in to another account asked to move that account to this address, \
                  which already belongs to your account. Nothing was changed, and no link was sent."
+            }
+            Notice::IdentityLinked => {
+                "An account at another identity provider was linked to your account: signing in \
+                 there now signs you in here. If this was not you, unlink it on your account page \
+                 and change your password."
+            }
+            Notice::IdentityUnlinked => {
+                "An account at another identity provider was unlinked from your account: it no \
+                 longer signs you in here."
             }
         }
     }

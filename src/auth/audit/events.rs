@@ -217,6 +217,26 @@ pub enum AuditEvent {
     ReauthenticationFailed {
         wrong: &'static str,
     },
+    /// A sign-in through another identity provider (docs/api.md §14) opened a session.
+    FederatedLogin {
+        provider: String,
+    },
+    /// A sign-in through another identity provider failed; `reason` is the error code the
+    /// sign-in page is sent (`provider_invalid`, `account_exists`, …), never upstream text.
+    FederatedLoginFailed {
+        provider: String,
+        reason: &'static str,
+    },
+    /// An account made by a sign-in through another identity provider.
+    UserCreatedByProvider {
+        provider: String,
+    },
+    IdentityLinked {
+        provider: String,
+    },
+    IdentityUnlinked {
+        provider: String,
+    },
     /// Something that happened in an organisation (its id is the event's `org_id`).
     Org {
         org: Uuid,
@@ -280,6 +300,11 @@ impl AuditEvent {
             RegistrationRefused => "registration.refused",
             Reauthenticated { .. } => "reauthentication.succeeded",
             ReauthenticationFailed { .. } => "reauthentication.failed",
+            FederatedLogin { .. } => "login.succeeded",
+            FederatedLoginFailed { .. } => "login.failed",
+            UserCreatedByProvider { .. } => "user.created",
+            IdentityLinked { .. } => "identity.linked",
+            IdentityUnlinked { .. } => "identity.unlinked",
             Org { what, .. } => what.name(),
         }
     }
@@ -377,6 +402,14 @@ impl AuditEvent {
             RegistrationRefused => "email_taken".into(),
             Reauthenticated { method } => (*method).into(),
             ReauthenticationFailed { wrong } => (*wrong).into(),
+            FederatedLogin { provider } => format!("fed provider={provider}"),
+            FederatedLoginFailed { provider, reason } => {
+                format!("fed provider={provider} reason={reason}")
+            }
+            UserCreatedByProvider { provider } => format!("provider provider={provider}"),
+            IdentityLinked { provider } | IdentityUnlinked { provider } => {
+                format!("provider={provider}")
+            }
             Org { what, .. } => return what.detail(),
             PasswordResetRequested { .. }
             | PasswordResetThrottled

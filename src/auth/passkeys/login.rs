@@ -20,9 +20,8 @@ use webauthn_rs::prelude::{
 };
 
 use super::{AssertionResponse, CeremonyStarted, Passkeys, passkey_of, state_of};
-use crate::auth::AMR_PASSWORD;
 use crate::auth::audit::{AuditEvent, LoginFailure, Subject};
-use crate::auth::login::MAX_CHALLENGE_ATTEMPTS;
+use crate::auth::login::{MAX_CHALLENGE_ATTEMPTS, first_factor_amr};
 use crate::crypto::{b64url, sha256};
 use crate::domain::Email;
 use crate::error::{Error, Result};
@@ -92,7 +91,7 @@ impl Passkeys {
             }
             SignInWith::Challenge(temp_token) => {
                 let hash = sha256(temp_token.as_bytes());
-                let user = self
+                let (user, _) = self
                     .login
                     .challenged_user(&hash, self.core.clock.now_ms())
                     .await?;
@@ -280,15 +279,16 @@ impl Passkeys {
             .store
             .challenge_user(&hash, MAX_CHALLENGE_ATTEMPTS, now)
             .await?;
-        if live != Some(user.id) {
-            return Err(Error::TempTokenInvalid);
-        }
+        let first_factor = match live {
+            Some((id, first_factor)) if id == user.id => first_factor_amr(&first_factor),
+            _ => return Err(Error::TempTokenInvalid),
+        };
         // False when the challenge was completed meanwhile (a code, another passkey) or ended by
         // a password change.
         if !self.core.store.complete_challenge(&hash, now).await? {
             return Err(Error::TempTokenInvalid);
         }
-        let amr = vec![AMR_PASSWORD.into(), AMR_HWK.into(), AMR_USER.into()];
+        let amr = vec![first_factor.into(), AMR_HWK.into(), AMR_USER.into()];
         self.core
             .open_session(user, amr, client)
             .await?

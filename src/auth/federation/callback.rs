@@ -1,0 +1,500 @@
+//! The provider's answer (`/auth/providers/{id}/callback`): the flow of the browser's cookie taken,
+//! its `state` checked, the code exchanged and the ID token validated (`Providers::complete`), then
+//! a sign-in (an identity found, or an account made) or a link. Whatever fails lands the browser
+//! on a page with one of `Refusal`'s codes; nothing is made unless the whole of it succeeds.
+
+use subtle::ConstantTimeEq as _;
+use uuid::Uuid;
+
+use super::{Federation, Refusal, handoff};
+use crate::auth::AMR_FEDERATED;
+use crate::auth::audit::{AuditEvent, OrgEvent, Subject};
+use crate::auth::browser::IssuedCookie;
+use crate::crypto::sha256;
+use crate::domain::{Email, FullName};
+use crate::error::Result;
+use crate::federation::{ProviderConfig, UpstreamIdentity};
+use crate::mail::Notice;
+use crate::model::{ClientInfo, FederatedIdentity, FederationFlow, Linked, LoginOutcome, User};
+use crate::store::federation::NewAccount;
+use crate::store::users::NewUser;
+
+/// RFC 8176 methods that are a second factor or stronger than a password (a provider's `amr`,
+/// trusted with `trust_second_factor`). Not `pwd`, `pin`, `kba`, `user`, `geo`, `rba`, `wia`.
+const STRONG_METHODS: &[&str] = &[
+    "mfa", "otp", "hwk", "swk", "sms", "tel", "fpt", "face", "iris", "retina", "vbm", "sc",
+];
+
+/// What the provider sent back to the callback.
+#[derive(Debug)]
+pub enum CallbackAnswer {
+    Code {
+        code: String,
+        state: String,
+    },
+    /// The provider's `error` (`access_denied`, …) and the `state` it came with.
+    Error {
+        error: String,
+        state: Option<String>,
+    },
+    /// Neither a code nor an error: not an answer of the provider's.
+    Malformed,
+}
+
+/// Where the callback sends the browser.
+#[derive(Debug)]
+pub enum Landing {
+    /// Signed in (or asked for the second factor): the pages collect the outcome with the new
+    /// cookie value `handoff`; a token set's session has its §6b cookie already.
+    SignedIn {
+        return_to: String,
+        handoff: String,
+        session_cookie: Option<IssuedCookie>,
+    },
+    Linked {
+        provider: String,
+    },
+    Refused {
+        refusal: Refusal,
+        provider: String,
+        /// Where the flow would have ended, when the flow was found.
+        return_to: Option<String>,
+        /// The flow was a link (the account page shows the refusal).
+        link: bool,
+    },
+}
+
+/// A refusal, and the account it concerns when one was found.
+type Refused = (Refusal, Option<Uuid>);
+
+impl Federation {
+    /// Finishes the flow bound to the browser's cookie (`bindings`: every value of it sent).
+    pub async fn callback(
+        &self,
+        provider: &str,
+        bindings: &[&str],
+        answer: CallbackAnswer,
+        client: &ClientInfo,
+    ) -> Landing {
+        let refused = |refusal, flow: Option<&FederationFlow>| Landing::Refused {
+            refusal,
+            provider: provider.to_owned(),
+            return_to: flow.map(|f| f.return_to.clone()),
+            link: flow.is_some_and(|f| f.link.is_some()),
+        };
+        // An id that names no provider (a made-up URL) is refused before anything is read or
+        // audited: it is not a word the audit trail should carry.
+        if self.core.providers.get(provider).is_none() {
+            return refused(Refusal::ProviderUnknown, None);
+        }
+        let Some(flow) = self.take_flow(bindings).await else {
+            self.audit_refusal(provider, Refusal::Expired, None, client)
+                .await;
+            return refused(Refusal::Expired, None);
+        };
+        let result = match self.upstream_identity(provider, &flow, answer).await {
+            Ok((config, upstream)) => match flow.link {
+                Some((user, session)) => {
+                    match self.link(&config, &upstream, user, session, client).await {
+                        Ok(()) => {
+                            return Landing::Linked {
+                                provider: provider.to_owned(),
+                            };
+                        }
+                        Err(refused) => Err(refused),
+                    }
+                }
+                None => self.sign_in(&config, &upstream, client).await,
+            },
+            Err(refusal) => Err((refusal, flow.link.map(|(user, _)| user))),
+        };
+        match result {
+            Ok(outcome) => match self.hand_off(&outcome).await {
+                Ok((handoff, session_cookie)) => Landing::SignedIn {
+                    return_to: flow.return_to,
+                    handoff,
+                    session_cookie,
+                },
+                Err(error) => {
+                    tracing::warn!(provider, error = %error, "a federated sign-in could not be handed off");
+                    refused(Refusal::Expired, Some(&flow))
+                }
+            },
+            Err((refusal, user)) => {
+                self.audit_refusal(provider, refusal, user, client).await;
+                refused(refusal, Some(&flow))
+            }
+        }
+    }
+
+    /// The live flow of the first of `bindings` that is one of ours, taken (deleted).
+    async fn take_flow(&self, bindings: &[&str]) -> Option<FederationFlow> {
+        let value = bindings
+            .iter()
+            .find(|v| self.core.secrets.checks_token(super::BINDING_SCOPE, v))?;
+        let now = self.core.clock.now_ms();
+        match (self.core.store)
+            .take_federation_flow(&sha256(value.as_bytes()), now)
+            .await
+        {
+            Ok(flow) => flow,
+            Err(error) => {
+                tracing::warn!(error = %error, "a federation flow could not be read");
+                None
+            }
+        }
+    }
+
+    /// The provider's answer checked against the flow, then the code exchanged and the ID token
+    /// validated.
+    async fn upstream_identity(
+        &self,
+        provider: &str,
+        flow: &FederationFlow,
+        answer: CallbackAnswer,
+    ) -> std::result::Result<(ProviderConfig, UpstreamIdentity), Refusal> {
+        // A flow of another provider: a browser sent through one provider's callback with
+        // another's cookie is not finishing what it began.
+        if flow.provider_id != provider {
+            return Err(Refusal::Expired);
+        }
+        let state_matches =
+            |state: &str| bool::from(sha256(state.as_bytes()).ct_eq(&flow.state_hash));
+        let code = match answer {
+            CallbackAnswer::Code { code, state } if state_matches(&state) => code,
+            CallbackAnswer::Error {
+                error,
+                state: Some(state),
+            } if state_matches(&state) => {
+                return Err(match error.as_str() {
+                    "access_denied" => Refusal::ProviderDenied,
+                    _ => Refusal::ProviderError,
+                });
+            }
+            _ => return Err(Refusal::Expired),
+        };
+        let config = self
+            .core
+            .providers
+            .get(provider)
+            .cloned()
+            .ok_or(Refusal::ProviderUnknown)?;
+        let verifier = self
+            .core
+            .secrets
+            .open(&flow.binding_hash, &flow.sealed_verifier)
+            .ok()
+            .and_then(|v| String::from_utf8(v).ok())
+            .ok_or(Refusal::Expired)?;
+        let upstream = self
+            .core
+            .providers
+            .complete(
+                provider,
+                &self.redirect_uri(provider),
+                &code,
+                &verifier,
+                &flow.nonce,
+            )
+            .await
+            .map_err(|e| {
+                // The upstream's words go to the log only, never into the URL.
+                tracing::info!(provider, error = %e, "a federated sign-in failed at the provider");
+                Refusal::upstream(&e)
+            })?;
+        Ok((config, upstream))
+    }
+
+    /// The sign-in rules (docs/api.md §14): a linked identity signs its account in; else an
+    /// account is made when the provider may make one and vouches for the address; an account
+    /// that has the address is never linked here (pre-account takeover).
+    async fn sign_in(
+        &self,
+        config: &ProviderConfig,
+        upstream: &UpstreamIdentity,
+        client: &ClientInfo,
+    ) -> std::result::Result<LoginOutcome, Refused> {
+        let db = |e: crate::error::Error| {
+            tracing::warn!(error = %e, "a federated sign-in could not be completed");
+            (Refusal::Expired, None)
+        };
+        let now = self.core.clock.now_ms();
+        let linked = (self.core.store)
+            .federated_identity(&config.id, &upstream.subject)
+            .await
+            .map_err(db)?;
+        if let Some(identity) = linked {
+            let user = (self.core.store)
+                .user_by_id(identity.user_id)
+                .await
+                .map_err(db)?
+                .ok_or((Refusal::Expired, None))?;
+            if user.disabled {
+                return Err((Refusal::AccountDisabled, Some(user.id)));
+            }
+            if self.core.require_verified(&user).is_err() {
+                return Err((Refusal::EmailNotVerified, Some(user.id)));
+            }
+            (self.core.store)
+                .federated_identity_used(
+                    &config.id,
+                    &upstream.subject,
+                    upstream.email.as_deref(),
+                    now,
+                )
+                .await
+                .map_err(db)?;
+            return self.signed_in(config, upstream, &user, client).await;
+        }
+        let email = upstream
+            .email
+            .as_deref()
+            .and_then(|e| Email::parse(e).ok())
+            .ok_or((Refusal::EmailMissing, None))?;
+        let normalized = email.normalized();
+        if let Some(existing) = self
+            .core
+            .store
+            .user_by_email(&normalized)
+            .await
+            .map_err(db)?
+        {
+            return Err((Refusal::AccountExists, Some(existing.id)));
+        }
+        if !config.signup {
+            return Err((Refusal::NoAccount, None));
+        }
+        // An unverified upstream address never makes an account: whoever registered someone
+        // else's address at the provider would own that person's account here.
+        if !upstream.email_verified {
+            return Err((Refusal::EmailNotVerified, None));
+        }
+        let user = self.make_account(config, upstream, &email).await?;
+        self.signed_in(config, upstream, &user, client).await
+    }
+
+    /// A new account for an upstream identity: verified, no password, linked, and a member of the
+    /// provider's organisation.
+    async fn make_account(
+        &self,
+        config: &ProviderConfig,
+        upstream: &UpstreamIdentity,
+        email: &Email,
+    ) -> std::result::Result<User, Refused> {
+        let db = |e: crate::error::Error| {
+            tracing::warn!(error = %e, "an account for a federated sign-in could not be made");
+            (Refusal::Expired, None)
+        };
+        let now = self.core.clock.now_ms();
+        let id = Uuid::now_v7();
+        let address = email.to_string();
+        let name = upstream
+            .name
+            .as_deref()
+            .and_then(|n| FullName::parse(n).ok())
+            .or_else(|| FullName::parse(&address).ok())
+            .ok_or((Refusal::EmailMissing, None))?;
+        let normalized = email.normalized();
+        let org = self.provider_org(config).await;
+        let identity = FederatedIdentity {
+            provider_id: config.id.clone(),
+            subject: upstream.subject.clone(),
+            user_id: id,
+            email: upstream.email.clone(),
+            linked_at: now,
+            last_used_at: Some(now),
+        };
+        let made = (self.core.store)
+            .insert_federated_account(
+                &NewUser {
+                    id,
+                    email: &address,
+                    email_normalized: &normalized,
+                    full_name: name.as_str(),
+                    password_hash: "",
+                    created_at: now,
+                },
+                true,
+                &identity,
+                org,
+            )
+            .await
+            .map_err(db)?;
+        let joined = match made {
+            NewAccount::Created { joined } => joined,
+            NewAccount::AddressTaken => return Err((Refusal::AccountExists, None)),
+            NewAccount::IdentityTaken => return Err((Refusal::Expired, None)),
+        };
+        let event = AuditEvent::UserCreatedByProvider {
+            provider: config.id.clone(),
+        };
+        self.core.audit(event, Subject::user(id)).await;
+        if let (Some(org), true) = (org, joined) {
+            let what = OrgEvent::Joined { new_account: true };
+            self.core
+                .audit(AuditEvent::Org { org, what }, Subject::user(id))
+                .await;
+        }
+        (self.core.store)
+            .user_by_id(id)
+            .await
+            .map_err(db)?
+            .ok_or((Refusal::Expired, None))
+    }
+
+    /// The session of a sign-in whose identity passed, or the account's 2FA challenge, unless the
+    /// provider is trusted for second factors and its `amr` shows one.
+    async fn signed_in(
+        &self,
+        config: &ProviderConfig,
+        upstream: &UpstreamIdentity,
+        user: &User,
+        client: &ClientInfo,
+    ) -> std::result::Result<LoginOutcome, Refused> {
+        let failed = |e: crate::error::Error| {
+            let refusal = match e {
+                crate::error::Error::AccountDisabled => Refusal::AccountDisabled,
+                _ => Refusal::Expired,
+            };
+            (refusal, Some(user.id))
+        };
+        let upstream_second_factor = config.trust_second_factor
+            && upstream
+                .amr
+                .iter()
+                .any(|m| STRONG_METHODS.contains(&m.as_str()));
+        if user.two_factor_enabled() && !upstream_second_factor {
+            return (self.login)
+                .challenge(user, AMR_FEDERATED, client)
+                .await
+                .map_err(failed);
+        }
+        let mut amr = vec![AMR_FEDERATED.to_owned()];
+        if upstream_second_factor {
+            amr.push("mfa".to_owned());
+        }
+        let tokens = (self.core)
+            .open_session(user, amr, client)
+            .await
+            .map_err(failed)?
+            // Disabled, or its password changed, while the sign-in ran.
+            .ok_or((Refusal::AccountDisabled, Some(user.id)))?;
+        let event = AuditEvent::FederatedLogin {
+            provider: config.id.clone(),
+        };
+        let subject = Subject::user(user.id)
+            .in_session(tokens.session_id)
+            .from(client);
+        self.core.audit(event, subject).await;
+        Ok(LoginOutcome::Tokens(tokens))
+    }
+
+    /// Links the upstream identity to the account that began the flow, from a session still live.
+    async fn link(
+        &self,
+        config: &ProviderConfig,
+        upstream: &UpstreamIdentity,
+        user_id: Uuid,
+        session: Uuid,
+        client: &ClientInfo,
+    ) -> std::result::Result<(), Refused> {
+        let db = |e: crate::error::Error| {
+            tracing::warn!(error = %e, "a federated identity could not be linked");
+            (Refusal::Expired, Some(user_id))
+        };
+        let live = self.core.store.session(session).await.map_err(db)?;
+        if live.is_none_or(|s| s.revoked_at.is_some()) || self.core.live.is_revoked(session) {
+            // Signed out since the link began: whoever is at the browser now did not ask for it.
+            return Err((Refusal::Expired, Some(user_id)));
+        }
+        let user = (self.core.store)
+            .user_by_id(user_id)
+            .await
+            .map_err(db)?
+            .ok_or((Refusal::Expired, None))?;
+        if user.disabled {
+            return Err((Refusal::AccountDisabled, Some(user_id)));
+        }
+        let now = self.core.clock.now_ms();
+        let org = self.provider_org(config).await;
+        let identity = FederatedIdentity {
+            provider_id: config.id.clone(),
+            subject: upstream.subject.clone(),
+            user_id,
+            email: upstream.email.clone(),
+            linked_at: now,
+            last_used_at: None,
+        };
+        let (linked, joined) = (self.core.store)
+            .link_federated_identity(&identity, org)
+            .await
+            .map_err(db)?;
+        match linked {
+            Linked::Linked => {}
+            Linked::TakenByOther => return Err((Refusal::IdentityTaken, Some(user_id))),
+            Linked::ProviderTaken => return Err((Refusal::AlreadyLinked, Some(user_id))),
+        }
+        let subject = || Subject::user(user_id).in_session(session).from(client);
+        let event = AuditEvent::IdentityLinked {
+            provider: config.id.clone(),
+        };
+        self.core.audit(event, subject()).await;
+        if let (Some(org), true) = (org, joined) {
+            let what = OrgEvent::Joined { new_account: false };
+            self.core
+                .audit(AuditEvent::Org { org, what }, subject())
+                .await;
+        }
+        self.core.notify(&user, Notice::IdentityLinked).await;
+        Ok(())
+    }
+
+    /// The provider's organisation, if it names one that exists (checked at start; deleted
+    /// since, it is no longer joined).
+    async fn provider_org(&self, config: &ProviderConfig) -> Option<Uuid> {
+        let slug = config.org.as_deref()?;
+        match self.core.store.org_id_by_slug(slug).await {
+            Ok(Some(org)) => Some(org),
+            Ok(None) => {
+                tracing::warn!(provider = %config.id, org = slug, "the organisation of an identity provider does not exist");
+                None
+            }
+            Err(error) => {
+                tracing::warn!(provider = %config.id, error = %error, "the organisation of an identity provider could not be read");
+                None
+            }
+        }
+    }
+
+    /// Keeps the outcome for the pages under a new cookie value; a token set's session gets its
+    /// §6b cookie now, before any script runs.
+    async fn hand_off(&self, outcome: &LoginOutcome) -> Result<(String, Option<IssuedCookie>)> {
+        let (value, hash) = self.handoff_binding();
+        let sealed = handoff::seal(&self.core.secrets, &hash, outcome)?;
+        let expires_at = self.core.clock.now_ms() + super::HANDOFF_TTL_MS;
+        (self.core.store)
+            .insert_federation_handoff(&hash, &sealed, expires_at)
+            .await?;
+        let cookie = match outcome {
+            LoginOutcome::Tokens(tokens) => Some(self.browser.issue_for(tokens.session_id).await?),
+            LoginOutcome::Challenge { .. } => None,
+        };
+        Ok((value, cookie))
+    }
+
+    async fn audit_refusal(
+        &self,
+        provider: &str,
+        refusal: Refusal,
+        user: Option<Uuid>,
+        client: &ClientInfo,
+    ) {
+        let event = AuditEvent::FederatedLoginFailed {
+            provider: provider.to_owned(),
+            reason: refusal.code(),
+        };
+        self.core
+            .audit(event, Subject::maybe_user(user).from(client))
+            .await;
+    }
+}
