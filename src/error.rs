@@ -142,9 +142,6 @@ pub enum Conflict {
     /// Linking an identity of a provider the account has one of already (docs/api.md §14).
     #[error("an identity at this provider is linked to your account already: unlink it first")]
     AlreadyLinked,
-    /// Linking an identity that is another account's.
-    #[error("this identity is linked to another account")]
-    IdentityTaken,
     /// Unlinking the account's last way in: no password, no passkey, no other identity.
     #[error("this is your account's only way to sign in: set a password or add a passkey first")]
     LastWayIn,

@@ -106,6 +106,8 @@ impl Accounts {
         if !self.core.settings.registration_open {
             return Err(Error::RegistrationClosed);
         }
+        // Its domain's provider makes its accounts (docs/api.md §14).
+        self.core.sso_required(&email.normalized())?;
         self.core.throttle.registration_from(client.ip)?;
         check_policy(password.expose_secret())?;
         let hash = self.core.hasher.hash_for_registration(password).await?;

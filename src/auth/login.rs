@@ -56,12 +56,24 @@ impl Login {
         self.core.throttle.attempt_from(client.ip)?;
         let normalized = email.normalized();
         let candidate = SecretString::from(password.expose_secret());
+        // An address under a provider's `domains` signs in there (docs/api.md §14). It costs what
+        // a wrong password for an unknown address costs, so the answer's time tells nothing of
+        // whether the account exists; the domain's rule is no secret.
+        let sso = self
+            .core
+            .providers
+            .for_address(&normalized)
+            .map(|p| p.id.clone());
         // Unknown e-mails are throttled like known ones: a 429 must not tell them apart. The user
         // is read inside the check, so the session opened below is judged against this read.
         let checked = self
             .core
             .throttle
             .within_allowance(&normalized, async {
+                if sso.is_some() {
+                    self.core.hasher.verify(password, None).await?;
+                    return Ok(None);
+                }
                 let user = self.core.store.user_by_email(&normalized).await?;
                 let stored = user.as_ref().map(|u| u.password_hash.clone());
                 match (user, self.core.hasher.verify(password, stored).await?) {
@@ -82,6 +94,9 @@ impl Login {
                 }
             })
             .await?;
+        if let Some(provider) = sso {
+            return Err(Error::SsoRequired { provider });
+        }
         let (user, needs_rehash) = checked.ok_or(Error::InvalidCredentials)?;
         if user.disabled {
             let event = AuditEvent::LoginFailed(LoginFailure::AccountDisabled);

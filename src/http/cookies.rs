@@ -32,6 +32,26 @@ fn attributes(settings: &BrowserSettings, value: &str, max_age: i64) -> HeaderVa
         .unwrap_or(HeaderValue::from_static("gatehouse_session=; Max-Age=0"))
 }
 
+/// The cookie that binds a sign-in or link through another identity provider to the browser that
+/// began it, then carries the finished sign-in to the pages (docs/api.md §14).
+pub const FEDERATION_COOKIE: &str = "gatehouse_federation";
+
+/// `Set-Cookie` for the federation cookie (`max_age` seconds; 0 clears it). Host-only (no
+/// `Domain`): no sibling application under the cookie domain ever sees it.
+pub fn federation_cookie(settings: &BrowserSettings, value: &str, max_age: i64) -> HeaderValue {
+    let mut text = format!(
+        "{FEDERATION_COOKIE}={value}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax",
+        max_age.max(0)
+    );
+    if settings.cookie_secure {
+        text.push_str("; Secure");
+    }
+    // The value is base64url (a tagged token) or empty.
+    HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static(
+        "gatehouse_federation=; Path=/; Max-Age=0",
+    ))
+}
+
 /// Every value the request's `Cookie` headers give the cookie named `name`, in order (a sibling
 /// host under the cookie domain may have set one of the same name).
 pub fn cookie_values<'a>(headers: &'a HeaderMap, name: &str) -> Vec<&'a str> {
@@ -69,6 +89,14 @@ mod tests {
         assert_eq!(
             clear_cookie(&settings(true, Some("example.com"))),
             "gh=; Path=/; Max-Age=0; HttpOnly; SameSite=Lax; Secure; Domain=example.com"
+        );
+    }
+
+    #[test]
+    fn the_federation_cookie_is_host_only() {
+        assert_eq!(
+            federation_cookie(&settings(true, Some("example.com")), "v", 600),
+            "gatehouse_federation=v; Path=/; Max-Age=600; HttpOnly; SameSite=Lax; Secure"
         );
     }
 

@@ -41,7 +41,7 @@ pub struct FederationFlow {
 /// What linking an identity to an account found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Linked {
-    Linked,
+    Done,
     /// The identity is linked to another account.
     TakenByOther,
     /// This account has an identity at that provider already.
@@ -51,7 +51,7 @@ pub enum Linked {
 /// What unlinking found.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Unlinked {
-    Unlinked,
+    Done,
     /// No identity of the account at that provider.
     NotFound,
     /// It is the account's last way in: no password, no passkey, no other identity.

@@ -38,12 +38,6 @@ impl User {
     pub fn two_factor_enabled(&self) -> bool {
         self.totp_secret.is_some()
     }
-
-    /// Whether a password signs in to the account (an account made by another identity provider
-    /// has none until its owner sets one with a reset link).
-    pub fn has_password(&self) -> bool {
-        !self.password_hash.is_empty()
-    }
 }
 
 /// The sign-in methods an account has besides its password: what a first proof of its address
@@ -79,6 +73,8 @@ pub struct ManagedUser {
     pub user: User,
     /// How many passkeys it has.
     pub passkeys: i64,
+    /// Its identities at other providers (docs/api.md §14): (provider id, subject), by provider.
+    pub identities: Vec<(String, String)>,
 }
 
 /// The public face of an account, as it appears in a token set.

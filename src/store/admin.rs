@@ -19,6 +19,7 @@ impl From<ManagedRow> for ManagedUser {
         ManagedUser {
             user: User::from(r.user),
             passkeys: r.passkeys,
+            identities: Vec::new(),
         }
     }
 }
@@ -90,7 +91,37 @@ impl Store {
             };
             query.fetch_all(pool).await
         })?;
-        Ok(rows.into_iter().map(ManagedUser::from).collect())
+        let mut users: Vec<ManagedUser> = rows.into_iter().map(ManagedUser::from).collect();
+        self.add_identities(&mut users).await?;
+        Ok(users)
+    }
+
+    /// Fills in the accounts' linked identities, in one query for the page: an `IN` list of the
+    /// page's ids (at most a page's worth), by the `federated_identities_user` index.
+    async fn add_identities(&self, users: &mut [ManagedUser]) -> Result<()> {
+        if users.is_empty() {
+            return Ok(());
+        }
+        let marks: Vec<String> = (1..=users.len()).map(|i| format!("${i}")).collect();
+        let sql = format!(
+            "SELECT user_id, provider_id, subject FROM federated_identities \
+             WHERE user_id IN ({}) ORDER BY provider_id",
+            marks.join(", ")
+        );
+        let ids: Vec<Uuid> = users.iter().map(|u| u.user.id).collect();
+        let rows: Vec<(Uuid, String, String)> = on_pool!(self, |pool| {
+            let mut query = sqlx::query_as(&sql);
+            for id in &ids {
+                query = query.bind(*id);
+            }
+            query.fetch_all(pool).await
+        })?;
+        for (user, provider, subject) in rows {
+            if let Some(u) = users.iter_mut().find(|u| u.user.id == user) {
+                u.identities.push((provider, subject));
+            }
+        }
+        Ok(())
     }
 
     /// One account that has not been deleted, with its passkey count.
@@ -99,7 +130,9 @@ impl Store {
             .bind(id)
             .fetch_optional(pool)
             .await)?;
-        Ok(row.map(ManagedUser::from))
+        let mut users: Vec<ManagedUser> = row.into_iter().map(ManagedUser::from).collect();
+        self.add_identities(&mut users).await?;
+        Ok(users.pop())
     }
 
     /// Whether any account exists: before the first, the start says how to make one.

@@ -267,7 +267,7 @@ impl Store {
             }
             let joined = join_as_member!(tx, org, i.user_id, i.linked_at);
             tx.commit().await?;
-            Ok((Linked::Linked, joined))
+            Ok((Linked::Done, joined))
         })
     }
 
@@ -367,7 +367,7 @@ impl Store {
                 .execute(&mut *tx)
                 .await?;
             tx.commit().await?;
-            Ok(Unlinked::Unlinked)
+            Ok(Unlinked::Done)
         })
     }
 

@@ -430,7 +430,7 @@ impl Federation {
             .await
             .map_err(db)?;
         match linked {
-            Linked::Linked => {}
+            Linked::Done => {}
             Linked::TakenByOther => return Err((Refusal::IdentityTaken, Some(user_id))),
             Linked::ProviderTaken => return Err((Refusal::AlreadyLinked, Some(user_id))),
         }

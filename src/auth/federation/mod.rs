@@ -226,11 +226,6 @@ impl Federation {
         self.views(user.id).await
     }
 
-    /// An account's linked identities (the administration API's user object).
-    pub async fn identities_of(&self, user: uuid::Uuid) -> Result<Vec<FederatedIdentity>> {
-        self.core.store.federated_identities_of(user).await
-    }
-
     async fn views(&self, user: uuid::Uuid) -> Result<Vec<IdentityView>> {
         let identities = self.core.store.federated_identities_of(user).await?;
         Ok(identities
@@ -256,7 +251,7 @@ impl Federation {
             .unlink_federated_identity(user.id, provider, now)
             .await?
         {
-            Unlinked::Unlinked => {}
+            Unlinked::Done => {}
             Unlinked::NotFound => return Err(Error::NotFound),
             Unlinked::LastWayIn => return Err(Error::Conflict(Conflict::LastWayIn)),
         }

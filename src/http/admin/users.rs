@@ -150,7 +150,11 @@ async fn create(
         .add_user(admin.op(), &email, &name, &roles, password)
         .await?;
     // A new account has no passkey; no second read (it would be audited as one).
-    let user = ManagedUser { user, passkeys: 0 };
+    let user = ManagedUser {
+        user,
+        passkeys: 0,
+        identities: Vec::new(),
+    };
     Ok((StatusCode::CREATED, ok(UserView::from(user))))
 }
 

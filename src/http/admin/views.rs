@@ -28,12 +28,25 @@ pub struct UserView {
     /// How many passkeys it has.
     #[schema(example = 1)]
     pub passkeys: i64,
+    /// Its identities at other providers (docs/api.md §14), by provider.
+    pub identities: Vec<IdentityRef>,
     #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
     pub created_at: String,
     /// The last sign-in (password, completed 2FA, passkey or accepted invitation); `null`: never.
     /// Bearer calls and refreshes do not move it.
     #[schema(format = DateTime, example = "2026-11-23T08:01:44.120Z")]
     pub last_login_at: Option<String>,
+}
+
+/// An identity at another provider linked to the account.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct IdentityRef {
+    #[schema(example = "acme-sso")]
+    pub provider_id: String,
+    /// The provider's `sub`.
+    #[schema(example = "248289761001")]
+    pub subject: String,
 }
 
 impl From<ManagedUser> for UserView {
@@ -48,6 +61,14 @@ impl From<ManagedUser> for UserView {
             disabled: u.disabled,
             email_verified: u.email_verified,
             passkeys: m.passkeys,
+            identities: m
+                .identities
+                .into_iter()
+                .map(|(provider_id, subject)| IdentityRef {
+                    provider_id,
+                    subject,
+                })
+                .collect(),
             created_at: rfc3339(u.created_at),
             last_login_at: u.last_login_at.map(rfc3339),
         }

@@ -47,14 +47,14 @@ struct LoginRequest {
 /// What a login answers: the token set, or a challenge when the account has 2FA.
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]
-enum LoginAnswer {
+pub(super) enum LoginAnswer {
     Tokens(TokenSetView),
     Challenge(Challenge),
 }
 
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct Challenge {
+pub(super) struct Challenge {
     /// Always `true`.
     requires_two_factor: bool,
     /// Give it to `POST /auth/2fa/verify` with a code, within the challenge's lifetime (5
@@ -64,7 +64,12 @@ struct Challenge {
 
 error_responses!(LoginErrors:
     body_errors(),
-    [Error::InvalidCredentials, Error::AccountDisabled, Error::EmailNotVerified],
+    [
+        Error::InvalidCredentials,
+        Error::AccountDisabled,
+        Error::EmailNotVerified,
+        Error::SsoRequired { provider: "acme-sso".into() },
+    ],
     throttle_errors(),
     server_errors(),
     [Error::Overloaded { retry_after: 1 }],
@@ -74,7 +79,8 @@ error_responses!(LoginErrors:
 ///
 /// Answers the token set, or, for an account with two-factor authentication, a challenge to
 /// complete with `POST /auth/2fa/verify`. An unknown e-mail and a wrong password get the same
-/// answer in the same time.
+/// answer in the same time. An address under an identity provider's `domains` is 403
+/// `SSO_REQUIRED` (`details.provider`: where it signs in), after the same work.
 #[utoipa::path(post, path = "/login", tag = "auth", request_body = LoginRequest,
     responses(
         (status = 200, description = "The token set, or a 2FA challenge", body = Envelope<LoginAnswer>),
@@ -89,19 +95,24 @@ async fn login(
     let email = v.check("email", Email::parse(&body.email));
     let password = v.check("password", non_empty(body.password));
     let (email, password) = v.finish(email.zip(password))?;
-    let answer = match state
+    let outcome = state
         .auth
         .login
         .login(&email, SecretString::from(password), &client)
-        .await?
-    {
-        LoginOutcome::Tokens(tokens) => LoginAnswer::Tokens(tokens.into()),
-        LoginOutcome::Challenge { temp_token } => LoginAnswer::Challenge(Challenge {
-            requires_two_factor: true,
-            temp_token,
-        }),
-    };
-    Ok(ok(answer))
+        .await?;
+    Ok(ok(outcome.into()))
+}
+
+impl From<LoginOutcome> for LoginAnswer {
+    fn from(outcome: LoginOutcome) -> Self {
+        match outcome {
+            LoginOutcome::Tokens(tokens) => LoginAnswer::Tokens(tokens.into()),
+            LoginOutcome::Challenge { temp_token } => LoginAnswer::Challenge(Challenge {
+                requires_two_factor: true,
+                temp_token,
+            }),
+        }
+    }
 }
 
 #[derive(Deserialize, Default, ToSchema)]
@@ -213,6 +224,7 @@ error_responses!(RegisterErrors:
         Error::WeakPassword(PasswordProblem::Common),
         Error::RegistrationClosed,
         Error::EmailTaken,
+        Error::SsoRequired { provider: "acme-sso".into() },
     ],
     throttle_errors(),
     server_errors(),

@@ -12,6 +12,7 @@ mod account;
 pub mod api_keys;
 mod browser;
 mod consents;
+pub(crate) mod identities;
 mod login;
 mod mail;
 mod passkeys;
@@ -31,6 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(two_factor::router())
         .merge(passkeys::router())
         .merge(api_keys::router())
+        .merge(identities::router())
         .merge(mail::router())
 }
 
