@@ -82,6 +82,9 @@ impl Application {
         };
         let services = Arc::new(Services::open(settings, clock, Opening::Create).await?);
         services.transport.prepare()?;
+        // The identity providers' discovery runs beside the server from now on: a provider out of
+        // reach is retried, and shown unavailable meanwhile, never waited for (docs/api.md §14).
+        services.auth.federation.discover_in_background();
         if let Some(db) = settings.sqlite_path() {
             private_files::warn_if_shared(&db, "database file");
             if settings.master_key.is_none() {

@@ -98,7 +98,7 @@ impl Services {
         let directory = Arc::new(Directory::new(store.clone(), clock.clone()));
         let metrics = Arc::new(Metrics::new());
         let (mailer, transport) = mail(settings, secrets.clone(), metrics.clone())?;
-        let providers = identity_providers(Vec::new(), &store).await?;
+        let providers = identity_providers(settings.identity_providers.clone(), &store).await?;
         let auth = AuthService::new(
             AuthParts {
                 store: store.clone(),

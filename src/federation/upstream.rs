@@ -120,18 +120,24 @@ impl Upstream {
     ) -> Result<(String, Option<String>), UpstreamError> {
         let config = &self.config;
         let secret = config.client_secret.expose_secret();
-        let mut form = form_urlencoded::Serializer::new(String::new());
-        form.append_pair("grant_type", "authorization_code")
-            .append_pair("code", code)
-            .append_pair("redirect_uri", redirect_uri)
-            .append_pair("code_verifier", pkce_verifier);
+        // The serializer is not `Send`: it lives in this block only, so that no await sees it
+        // (the callback's future must be `Send` to be an axum handler's).
+        let body = {
+            let mut form = form_urlencoded::Serializer::new(String::new());
+            form.append_pair("grant_type", "authorization_code")
+                .append_pair("code", code)
+                .append_pair("redirect_uri", redirect_uri)
+                .append_pair("code_verifier", pkce_verifier);
+            if endpoints.secret_in_body {
+                form.append_pair("client_id", &config.client_id)
+                    .append_pair("client_secret", secret);
+            }
+            form.finish()
+        };
         let mut request = http
             .post(endpoints.token.clone())
             .header("accept", "application/json");
-        if endpoints.secret_in_body {
-            form.append_pair("client_id", &config.client_id)
-                .append_pair("client_secret", secret);
-        } else {
+        if !endpoints.secret_in_body {
             // RFC 6749 §2.3.1: both parts form-encoded before the Basic encoding.
             let user =
                 form_urlencoded::byte_serialize(config.client_id.as_bytes()).collect::<String>();
@@ -141,7 +147,7 @@ impl Upstream {
         }
         let request = request
             .header("content-type", "application/x-www-form-urlencoded")
-            .body(form.finish());
+            .body(body);
         let (status, body) = send(request).await.map_err(UpstreamError::Unavailable)?;
         if status.is_server_error() {
             return Err(UpstreamError::Unavailable(format!(

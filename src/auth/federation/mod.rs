@@ -109,6 +109,11 @@ pub struct Federation {
 }
 
 impl Federation {
+    /// Starts each provider's discovery (the server's start; the CLI's commands have no use for it).
+    pub fn discover_in_background(&self) {
+        self.core.providers.discover_in_background();
+    }
+
     /// The configured providers, for the sign-in page; never waits on a provider.
     pub fn providers(&self) -> Vec<ProviderSummary> {
         self.core.providers.list()
