@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod authenticator;
+mod federation_flow;
 mod federation_idp;
 mod helpers;
 mod hostile;
@@ -35,6 +36,7 @@ mod contacts;
 mod discovery;
 mod docs;
 mod errors;
+mod federation;
 mod federation_upstream;
 mod forward_auth_input;
 mod framing;
