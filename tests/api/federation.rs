@@ -11,7 +11,7 @@ use crate::federation_flow::{
     PUBLIC, Pair, UP, authorize_upstream, finish, footprint, hop, start, through, upstream_person,
     wait_available,
 };
-use crate::helpers::{Backend, PASSWORD, both_backends, claims, code_at, free_port};
+use crate::helpers::{Backend, PASSWORD, both_backends, claims, free_port};
 
 both_backends!(
     a_second_gatehouse_signs_a_person_up_then_in,
@@ -263,7 +263,7 @@ async fn provider_answers_that_are_no_sign_in_land_on_the_sign_in_page(backend: 
 }
 
 async fn an_existing_address_is_never_linked_silently(backend: Backend) {
-    let pair = Pair::new(backend, "signup = true").await;
+    let pair = Pair::new(backend.clone(), "signup = true").await;
     pair.app.create_user("ada@example.com", PASSWORD).await;
     let ada = upstream_person(&pair, "ADA@example.com").await;
     let before = footprint(&pair.app).await;
@@ -275,7 +275,7 @@ async fn an_existing_address_is_never_linked_silently(backend: Backend) {
     );
     assert_eq!(footprint(&pair.app).await, before);
     // Signup off: an unknown person gets no account.
-    let closed = Pair::new(Backend::Sqlite, "").await;
+    let closed = Pair::new(backend, "").await;
     let bob = upstream_person(&closed, "bob@example.com").await;
     let landed = through(&closed, &bob, "/account").await;
     assert_eq!(
@@ -368,5 +368,4 @@ async fn an_unreachable_provider_is_unavailable_not_slow(backend: Backend) {
     pair.app.create_user("zoe@example.com", PASSWORD).await;
     pair.app.login("zoe@example.com", PASSWORD).await.data(200);
     assert_eq!(footprint(&pair.app).await.1, before.1);
-    let _ = code_at;
 }

@@ -21,9 +21,7 @@ pub const UP: &str = "up";
 pub struct Pair {
     pub up: TestApp,
     pub app: TestApp,
-    pub client: Client,
-    /// The providers file (kept for twins of `app`).
-    pub file: String,
+    /// Holds the providers file.
     _dir: tempfile::TempDir,
 }
 
@@ -98,6 +96,11 @@ pub fn with_providers(path: &str, args: SettingsArgs) -> SettingsArgs {
 }
 
 impl Pair {
+    /// A pair of apps made elsewhere (an app that is a twin of another).
+    pub fn from_parts(up: TestApp, app: TestApp, dir: tempfile::TempDir) -> Pair {
+        Pair { up, app, _dir: dir }
+    }
+
     /// An upstream Gatehouse, and an app whose provider `up` it is with the lines `extra`.
     pub async fn new(backend: Backend, extra: &str) -> Pair {
         Pair::with(backend, extra, "", SettingsArgs::default()).await
@@ -113,13 +116,7 @@ impl Pair {
         let path = path.to_str().unwrap().to_owned();
         let app = spawn_app_with(backend, with_providers(&path, args)).await;
         wait_available(&app, UP).await;
-        Pair {
-            up,
-            app,
-            client,
-            file: path,
-            _dir: dir,
-        }
+        Pair { up, app, _dir: dir }
     }
 }
 
