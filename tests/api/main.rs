@@ -37,6 +37,7 @@ mod discovery;
 mod docs;
 mod errors;
 mod federation;
+mod federation_hostile;
 mod federation_link;
 mod federation_upstream;
 mod forward_auth_input;
