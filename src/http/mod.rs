@@ -29,7 +29,6 @@ mod crm;
 mod docs;
 mod error;
 mod extract;
-mod federation;
 mod fields;
 mod framing;
 mod meta;
@@ -93,11 +92,6 @@ impl AppState {
     /// `NOT_FOUND` while this is `None`, as `require_provider` does.
     pub(crate) fn provider_issuer(&self) -> Option<&str> {
         self.provider_issuer.as_deref()
-    }
-
-    /// Where a sign-in may end (docs/api.md §6b): `candidate` normalised, or `None`.
-    pub(crate) fn allowed_return(&self, candidate: &str) -> Option<String> {
-        self.pages.allow_return(candidate)
     }
 
     /// `NotFound` while the OpenID provider is off: its endpoints are as absent as unknown routes.
@@ -184,7 +178,7 @@ pub fn router(state: AppState) -> Router {
     // The pages are HTML for people, not API calls: outside the API document.
     let app = api
         .merge(pages::router())
-        .merge(federation::router())
+        .merge(pages::federation::router())
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { error::RequestError::MethodNotAllowed })
         .layer(axum::middleware::from_fn_with_state(

@@ -122,6 +122,12 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("delete", "/api/v1/auth/api-keys/{id}", true),
     ("get", "/api/v1/admin/users/{id}/api-keys", true),
     ("delete", "/api/v1/admin/users/{id}/api-keys/{keyId}", true),
+    // §14: other identity providers
+    ("get", "/api/v1/auth/providers", false),
+    ("post", "/api/v1/auth/providers/finish", false),
+    ("post", "/api/v1/auth/identities/start", true),
+    ("get", "/api/v1/auth/identities", true),
+    ("delete", "/api/v1/auth/identities/{providerId}", true),
 ];
 
 /// Forward-auth (docs/api.md §6): any method a proxy may use, a bearer token, no envelope.

@@ -22,6 +22,7 @@ use crate::error::Error;
 mod account;
 mod assets;
 mod authorize;
+pub(super) mod federation;
 
 /// Where a signed-in user lands when no allowed `return_to` was given.
 const ACCOUNT: &str = "/account";
@@ -125,11 +126,6 @@ const PAGES: &[(&str, &str, &str)] = &[
 const LAYOUT: &str = include_str!("../../../assets/pages/layout.html");
 
 impl Pages {
-    /// `candidate`, normalised, when it is a URL a sign-in may end at (`ReturnUrls::allow`).
-    pub(crate) fn allow_return(&self, candidate: &str) -> Option<String> {
-        self.return_urls.allow(candidate)
-    }
-
     pub fn new(settings: &Settings) -> anyhow::Result<Pages> {
         let mut templates = Environment::new();
         templates.set_undefined_behavior(minijinja::UndefinedBehavior::Strict);

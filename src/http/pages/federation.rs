@@ -15,14 +15,13 @@ use serde::Deserialize;
 
 use crate::auth::federation::{CallbackAnswer, Landing, Refusal};
 use crate::http::AppState;
+use crate::http::pages::ACCOUNT;
 use crate::http::auth::identities::FLOW_COOKIE_SECONDS;
 use crate::http::cookies::{FEDERATION_COOKIE, cookie_values, federation_cookie, set_cookie};
 use crate::http::extract::Client;
 
 /// Seconds the handoff cookie lives: the finished sign-in waits 60 s for the pages.
 const HANDOFF_COOKIE_SECONDS: i64 = 60;
-/// Where a sign-in ends when it names nowhere allowed.
-const ACCOUNT: &str = "/account";
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -50,7 +49,7 @@ async fn start(
     let return_to = query
         .as_ref()
         .and_then(|q| q.return_to.as_deref())
-        .and_then(|r| state.allowed_return(r))
+        .and_then(|r| state.pages.return_urls.allow(r))
         .unwrap_or_else(|| ACCOUNT.to_owned());
     // A hint is a convenience for the provider's form: an address's worth, no more.
     let hint = query
