@@ -12,10 +12,9 @@ use serde_json::{Value, json};
 use url::Url;
 
 use crate::federation_flow::{footprint, wait_available};
-use crate::federation_idp::{
-    Browser, HOSTILE_CLIENT_ID, HOSTILE_CLIENT_SECRET, HostileIdp, Landing, Scenario, Upstream,
-    UpstreamClient,
-};
+use crate::federation_idp::browse::Landing;
+use crate::federation_idp::hostile::{HOSTILE_CLIENT_ID, HOSTILE_CLIENT_SECRET};
+use crate::federation_idp::{Browser, HostileIdp, Scenario, Upstream, UpstreamClient};
 use crate::helpers::{Backend, TestApp, both_backends, claims, free_port, spawn_app_with};
 
 both_backends!(
