@@ -15,10 +15,10 @@ use serde::Deserialize;
 
 use crate::auth::federation::{CallbackAnswer, Landing, Refusal};
 use crate::http::AppState;
-use crate::http::pages::ACCOUNT;
 use crate::http::auth::identities::FLOW_COOKIE_SECONDS;
 use crate::http::cookies::{FEDERATION_COOKIE, cookie_values, federation_cookie, set_cookie};
 use crate::http::extract::Client;
+use crate::http::pages::ACCOUNT;
 
 /// Seconds the handoff cookie lives: the finished sign-in waits 60 s for the pages.
 const HANDOFF_COOKIE_SECONDS: i64 = 60;

@@ -18,7 +18,7 @@ use cases::{Case, cases};
 /// Rows enough that a planner weighs an index against a scan as it would in production: 5 000
 /// accounts, each with a session (1 % revoked) and its refresh token (10 % consumed), contacts,
 /// challenges, throttle keys, audit events, mailed tokens, passkeys (a third of the accounts),
-/// authorization codes, invitations and registration tokens. `{id}` and `{bytes}` are each
+/// authorization codes, invitations, registration tokens, and federation flows and handoffs. `{id}` and `{bytes}` are each
 /// backend's random UUID and byte string.
 const SEED: &str = "
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
@@ -69,6 +69,13 @@ SELECT {id}, o.id, 'i' || u.created_at || '@example.com', 'i' || u.created_at ||
 FROM users u JOIN orgs o ON o.created_at = u.created_at - u.created_at % 10 + 10;
 INSERT INTO client_registration_tokens (id, token_hash, created_at, expires_at)
 SELECT {id}, {bytes}, created_at, created_at + 3600 FROM users;
+INSERT INTO federation_flows (binding_hash, provider_id, state_hash, nonce, verifier, return_to,
+                              user_id, session_id, expires_at)
+SELECT {bytes}, 'up', {bytes}, 'n', {bytes}, '/account',
+       CASE WHEN created_at % 10 = 0 THEN user_id END, CASE WHEN created_at % 10 = 0 THEN id END,
+       created_at + 600 FROM sessions;
+INSERT INTO federation_handoffs (binding_hash, outcome, expires_at)
+SELECT {bytes}, {bytes}, created_at + 60 FROM users;
 ANALYZE;
 ";
 
