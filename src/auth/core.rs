@@ -79,6 +79,7 @@ impl Core {
         let event = AuditEvent::CredentialsRemoved {
             passkeys: proof.removed.passkeys.len() as u64,
             authenticator: proof.removed.authenticator,
+            identities: proof.removed.identities.len() as u64,
         };
         self.audit(event, Subject::user(user).from(client)).await;
     }

@@ -304,6 +304,10 @@ impl Mailer {
                         .into(),
                 );
             }
+            removed
+                .extend((proof.removed.identities.iter()).map(|provider| {
+                    format!("signing in through the identity provider {provider}")
+                }));
             remaining.extend(proof.remaining.passkeys.iter().map(passkey_label));
         }
         let context = minijinja::context! {

@@ -49,11 +49,13 @@ pub struct SignInMethods {
     pub passkeys: Vec<(String, i64)>,
     /// A TOTP authenticator, with its recovery codes.
     pub authenticator: bool,
+    /// Identities at other providers (docs/api.md §14): the providers' ids.
+    pub identities: Vec<String>,
 }
 
 impl SignInMethods {
     pub fn is_empty(&self) -> bool {
-        self.passkeys.is_empty() && !self.authenticator
+        self.passkeys.is_empty() && !self.authenticator && self.identities.is_empty()
     }
 }
 

@@ -52,7 +52,16 @@ macro_rules! prove_address {
         .bind(user)
         .fetch_all(&mut *$tx)
         .await?;
+        // A provider's identity linked to an account whose address no one had proved is the
+        // pre-account takeover of docs/api.md §14 by the other door: it goes with the rest.
+        let identities: Vec<String> = sqlx::query_scalar(
+            "SELECT provider_id FROM federated_identities WHERE user_id = $1 ORDER BY provider_id",
+        )
+        .bind(user)
+        .fetch_all(&mut *$tx)
+        .await?;
         let methods = $crate::model::SignInMethods {
+            identities,
             passkeys: passkeys
                 .into_iter()
                 .map(|p| (p.name, p.created_at))
@@ -69,6 +78,7 @@ macro_rules! prove_address {
                 "DELETE FROM passkeys WHERE user_id = $1",
                 "DELETE FROM passkey_ceremonies WHERE user_id = $1",
                 "DELETE FROM recovery_codes WHERE user_id = $1",
+                "DELETE FROM federated_identities WHERE user_id = $1",
                 "UPDATE users SET totp_secret = NULL, totp_pending = NULL WHERE id = $1",
             ] {
                 sqlx::query(sql).bind(user).execute(&mut *$tx).await?;

@@ -18,6 +18,7 @@ both_backends!(
     a_local_second_factor_is_asked_unless_the_upstream_one_is_trusted,
     require_verified_email_holds_for_federated_sign_ins,
     a_providers_organisation_is_joined_and_must_exist_at_start,
+    a_reset_of_a_never_verified_address_unlinks_what_was_linked_before,
 );
 
 /// `POST /auth/identities/start` as the holder of `token`.
@@ -369,4 +370,67 @@ async fn a_providers_organisation_is_joined_and_must_exist_at_start(backend: Bac
     assert_eq!(linked.location, "/account?linked=up", "{linked:?}");
     let orgs = pair.app.get("/api/v1/orgs", &owner).await;
     assert_eq!(orgs.data(200)["items"][0]["roles"], json!(["owner"]));
+}
+
+/// The pre-account takeover by the other door: someone registers another person's address (never
+/// verified) and links their own identity at a provider; the address's owner resets the password,
+/// and the identity goes with the other sign-in methods added before the address was proved.
+async fn a_reset_of_a_never_verified_address_unlinks_what_was_linked_before(backend: Backend) {
+    let smtp = crate::smtp::SmtpServer::start();
+    let pair = Pair::with(
+        backend,
+        "",
+        "",
+        SettingsArgs {
+            smtp_url: Some(smtp.url()),
+            registration: Some("open".into()),
+            mail_retry_max: Some("1s".into()),
+            ..SettingsArgs::default()
+        },
+    )
+    .await;
+    pair.app
+        .post(
+            "/api/v1/auth/register",
+            json!({"email": "victim@example.com", "password": PASSWORD, "fullName": "V"}),
+        )
+        .await
+        .data(201);
+    let attacker = access(&pair.app.login("victim@example.com", PASSWORD).await);
+    let upstream_attacker = upstream_person(&pair, "mallory@up.example").await;
+    let linked = link(&pair, &attacker, &upstream_attacker).await;
+    assert_eq!(linked.location, "/account?linked=up", "{linked:?}");
+
+    pair.app
+        .post(
+            "/api/v1/auth/password/forgot",
+            json!({"email": "victim@example.com"}),
+        )
+        .await;
+    let mail = smtp
+        .wait_for_mail("victim@example.com", "reset your password", 1)
+        .await
+        .pop()
+        .unwrap();
+    pair.app
+        .post(
+            "/api/v1/auth/password/reset",
+            json!({"token": mail.token("/reset-password"), "newPassword": "a brand new passphrase"}),
+        )
+        .await
+        .data(200);
+    assert_eq!(footprint(&pair.app).await.1, 0);
+    let detail = "unproven_address passkeys=0 authenticator=false identities=1";
+    assert_eq!(
+        pair.app
+            .audit_count("credentials.removed", Some(detail))
+            .await,
+        1
+    );
+    let refused = through(&pair, &upstream_attacker, "/account").await;
+    assert_eq!(
+        refused.param("error").as_deref(),
+        Some("no_account"),
+        "{refused:?}"
+    );
 }

@@ -174,6 +174,8 @@ pub enum AuditEvent {
     CredentialsRemoved {
         passkeys: u64,
         authenticator: bool,
+        /// Identities at other providers (docs/api.md §14).
+        identities: u64,
     },
     /// A passkey ceremony failed; `reason` is a fixed word, never client input.
     PasskeyFailed {
@@ -384,7 +386,15 @@ impl AuditEvent {
             CredentialsRemoved {
                 passkeys,
                 authenticator,
+                identities: 0,
             } => format!("unproven_address passkeys={passkeys} authenticator={authenticator}"),
+            CredentialsRemoved {
+                passkeys,
+                authenticator,
+                identities,
+            } => format!(
+                "unproven_address passkeys={passkeys} authenticator={authenticator} identities={identities}"
+            ),
             PasskeyCloneDetected {
                 passkey,
                 stored,
