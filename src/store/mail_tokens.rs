@@ -336,8 +336,8 @@ impl Store {
 
 impl Store {
     /// Deletes an account at its owner's request, in one transaction: its sessions are revoked
-    /// (and its 2FA challenges deleted), its contacts, recovery codes, mailed tokens, passkeys and
-    /// passkey ceremonies deleted, and the row keeps nothing personal (see the migration
+    /// (and its 2FA challenges deleted), its contacts, recovery codes, mailed tokens, passkeys,
+    /// passkey ceremonies, linked identities and federation flows deleted, and the row keeps nothing personal (see the migration
     /// `0007_mail`). A deleted account's passkey then signs in as any unknown one does. Returns
     /// the revoked sessions.
     pub async fn delete_account(&self, user_id: Uuid, reason: &str, now: i64) -> Result<Vec<Uuid>> {
@@ -361,6 +361,10 @@ impl Store {
                 "mail_tokens",
                 "passkeys",
                 "passkey_ceremonies",
+                // Its identities at other providers are free again (a new sign-up, another
+                // account's link), and no link under way finishes (docs/api.md §14).
+                "federated_identities",
+                "federation_flows",
             ];
             for table in tables {
                 let column = if table == "contacts" {

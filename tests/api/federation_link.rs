@@ -19,6 +19,7 @@ both_backends!(
     require_verified_email_holds_for_federated_sign_ins,
     a_providers_organisation_is_joined_and_must_exist_at_start,
     a_reset_of_a_never_verified_address_unlinks_what_was_linked_before,
+    a_deleted_account_frees_its_identity,
 );
 
 /// `POST /auth/identities/start` as the holder of `token`.
@@ -433,4 +434,29 @@ async fn a_reset_of_a_never_verified_address_unlinks_what_was_linked_before(back
         Some("no_account"),
         "{refused:?}"
     );
+}
+
+async fn a_deleted_account_frees_its_identity(backend: Backend) {
+    let pair = Pair::new(backend, "signup = true").await;
+    let ada = upstream_person(&pair, "ada@example.com").await;
+    let first = finish(&pair.app, &through(&pair, &ada, "/account").await).await;
+    let id = first.data(200)["user"]["id"].as_str().unwrap().to_owned();
+    let root = crate::admin::admin(&pair.app, "root@example.com").await;
+    pair.app
+        .call(
+            Method::DELETE,
+            &format!("/api/v1/admin/users/{id}"),
+            Some(&root.strong),
+            None,
+        )
+        .await
+        .data(200);
+    let linked: i64 = pair
+        .app
+        .scalar("SELECT COUNT(*) FROM federated_identities")
+        .await;
+    assert_eq!(linked, 0);
+    // The same person signs up anew: a new account, not the deleted one.
+    let again = finish(&pair.app, &through(&pair, &ada, "/account").await).await;
+    assert_ne!(again.data(200)["user"]["id"], id.as_str());
 }
