@@ -311,3 +311,15 @@ pub(super) fn first_factor_amr(stored: &str) -> &'static str {
         _ => AMR_PASSWORD,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_challenges_first_factor_is_one_of_ours() {
+        assert_eq!(first_factor_amr("fed"), AMR_FEDERATED);
+        assert_eq!(first_factor_amr("pwd"), AMR_PASSWORD);
+        assert_eq!(first_factor_amr("anything else"), AMR_PASSWORD);
+    }
+}

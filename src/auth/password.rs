@@ -326,6 +326,14 @@ mod tests {
         assert_eq!(wrong.unwrap(), Verdict::Mismatch);
         let unknown = hasher.verify(SecretString::from("anything"), None).await;
         assert_eq!(unknown.unwrap(), Verdict::Mismatch);
+        // An account without a password (docs/api.md §14): nothing matches, the empty string
+        // neither.
+        for typed in ["", "anything"] {
+            let none = hasher
+                .verify(SecretString::from(typed), Some(String::new()))
+                .await;
+            assert_eq!(none.unwrap(), Verdict::Mismatch);
+        }
 
         let weak = Argon2::new(
             Algorithm::Argon2id,

@@ -1,29 +1,19 @@
 //! The provider's answer (`/auth/providers/{id}/callback`): the flow of the browser's cookie taken,
 //! its `state` checked, the code exchanged and the ID token validated (`Providers::complete`), then
-//! a sign-in (an identity found, or an account made) or a link. Whatever fails lands the browser
+//! a sign-in (`signin`: an identity found, or an account made) or a link. Whatever fails lands the browser
 //! on a page with one of `Refusal`'s codes; nothing is made unless the whole of it succeeds.
 
 use subtle::ConstantTimeEq as _;
 use uuid::Uuid;
 
 use super::{Federation, Refusal, handoff};
-use crate::auth::AMR_FEDERATED;
 use crate::auth::audit::{AuditEvent, OrgEvent, Subject};
 use crate::auth::browser::IssuedCookie;
 use crate::crypto::sha256;
-use crate::domain::{Email, FullName};
 use crate::error::Result;
 use crate::federation::{ProviderConfig, UpstreamIdentity};
 use crate::mail::Notice;
-use crate::model::{ClientInfo, FederatedIdentity, FederationFlow, Linked, LoginOutcome, User};
-use crate::store::federation::NewAccount;
-use crate::store::users::NewUser;
-
-/// RFC 8176 methods that are a second factor or stronger than a password (a provider's `amr`,
-/// trusted with `trust_second_factor`). Not `pwd`, `pin`, `kba`, `user`, `geo`, `rba`, `wia`.
-const STRONG_METHODS: &[&str] = &[
-    "mfa", "otp", "hwk", "swk", "sms", "tel", "fpt", "face", "iris", "retina", "vbm", "sc",
-];
+use crate::model::{ClientInfo, FederatedIdentity, FederationFlow, Linked, LoginOutcome};
 
 /// What the provider sent back to the callback.
 #[derive(Debug)]
@@ -65,7 +55,7 @@ pub enum Landing {
 }
 
 /// A refusal, and the account it concerns when one was found.
-type Refused = (Refusal, Option<Uuid>);
+pub(super) type Refused = (Refusal, Option<Uuid>);
 
 impl Federation {
     /// Finishes the flow bound to the browser's cookie (`bindings`: every value of it sent).
@@ -205,190 +195,6 @@ impl Federation {
         Ok((config, upstream))
     }
 
-    /// The sign-in rules (docs/api.md §14): a linked identity signs its account in; else an
-    /// account is made when the provider may make one and vouches for the address; an account
-    /// that has the address is never linked here (pre-account takeover).
-    async fn sign_in(
-        &self,
-        config: &ProviderConfig,
-        upstream: &UpstreamIdentity,
-        client: &ClientInfo,
-    ) -> std::result::Result<LoginOutcome, Refused> {
-        let db = |e: crate::error::Error| {
-            tracing::warn!(error = %e, "a federated sign-in could not be completed");
-            (Refusal::Expired, None)
-        };
-        let now = self.core.clock.now_ms();
-        let linked = (self.core.store)
-            .federated_identity(&config.id, &upstream.subject)
-            .await
-            .map_err(db)?;
-        if let Some(identity) = linked {
-            let user = (self.core.store)
-                .user_by_id(identity.user_id)
-                .await
-                .map_err(db)?
-                .ok_or((Refusal::Expired, None))?;
-            if user.disabled {
-                return Err((Refusal::AccountDisabled, Some(user.id)));
-            }
-            if self.core.require_verified(&user).is_err() {
-                return Err((Refusal::EmailNotVerified, Some(user.id)));
-            }
-            (self.core.store)
-                .federated_identity_used(
-                    &config.id,
-                    &upstream.subject,
-                    upstream.email.as_deref(),
-                    now,
-                )
-                .await
-                .map_err(db)?;
-            return self.signed_in(config, upstream, &user, client).await;
-        }
-        let email = upstream
-            .email
-            .as_deref()
-            .and_then(|e| Email::parse(e).ok())
-            .ok_or((Refusal::EmailMissing, None))?;
-        let normalized = email.normalized();
-        if let Some(existing) = self
-            .core
-            .store
-            .user_by_email(&normalized)
-            .await
-            .map_err(db)?
-        {
-            return Err((Refusal::AccountExists, Some(existing.id)));
-        }
-        if !config.signup {
-            return Err((Refusal::NoAccount, None));
-        }
-        // An unverified upstream address never makes an account: whoever registered someone
-        // else's address at the provider would own that person's account here.
-        if !upstream.email_verified {
-            return Err((Refusal::EmailNotVerified, None));
-        }
-        let user = self.make_account(config, upstream, &email).await?;
-        self.signed_in(config, upstream, &user, client).await
-    }
-
-    /// A new account for an upstream identity: verified, no password, linked, and a member of the
-    /// provider's organisation.
-    async fn make_account(
-        &self,
-        config: &ProviderConfig,
-        upstream: &UpstreamIdentity,
-        email: &Email,
-    ) -> std::result::Result<User, Refused> {
-        let db = |e: crate::error::Error| {
-            tracing::warn!(error = %e, "an account for a federated sign-in could not be made");
-            (Refusal::Expired, None)
-        };
-        let now = self.core.clock.now_ms();
-        let id = Uuid::now_v7();
-        let address = email.to_string();
-        let name = upstream
-            .name
-            .as_deref()
-            .and_then(|n| FullName::parse(n).ok())
-            .or_else(|| FullName::parse(&address).ok())
-            .ok_or((Refusal::EmailMissing, None))?;
-        let normalized = email.normalized();
-        let org = self.provider_org(config).await;
-        let identity = FederatedIdentity {
-            provider_id: config.id.clone(),
-            subject: upstream.subject.clone(),
-            user_id: id,
-            email: upstream.email.clone(),
-            linked_at: now,
-            last_used_at: Some(now),
-        };
-        let made = (self.core.store)
-            .insert_federated_account(
-                &NewUser {
-                    id,
-                    email: &address,
-                    email_normalized: &normalized,
-                    full_name: name.as_str(),
-                    password_hash: "",
-                    created_at: now,
-                },
-                true,
-                &identity,
-                org,
-            )
-            .await
-            .map_err(db)?;
-        let joined = match made {
-            NewAccount::Created { joined } => joined,
-            NewAccount::AddressTaken => return Err((Refusal::AccountExists, None)),
-            NewAccount::IdentityTaken => return Err((Refusal::Expired, None)),
-        };
-        let event = AuditEvent::UserCreatedByProvider {
-            provider: config.id.clone(),
-        };
-        self.core.audit(event, Subject::user(id)).await;
-        if let (Some(org), true) = (org, joined) {
-            let what = OrgEvent::Joined { new_account: true };
-            self.core
-                .audit(AuditEvent::Org { org, what }, Subject::user(id))
-                .await;
-        }
-        (self.core.store)
-            .user_by_id(id)
-            .await
-            .map_err(db)?
-            .ok_or((Refusal::Expired, None))
-    }
-
-    /// The session of a sign-in whose identity passed, or the account's 2FA challenge, unless the
-    /// provider is trusted for second factors and its `amr` shows one.
-    async fn signed_in(
-        &self,
-        config: &ProviderConfig,
-        upstream: &UpstreamIdentity,
-        user: &User,
-        client: &ClientInfo,
-    ) -> std::result::Result<LoginOutcome, Refused> {
-        let failed = |e: crate::error::Error| {
-            let refusal = match e {
-                crate::error::Error::AccountDisabled => Refusal::AccountDisabled,
-                _ => Refusal::Expired,
-            };
-            (refusal, Some(user.id))
-        };
-        let upstream_second_factor = config.trust_second_factor
-            && upstream
-                .amr
-                .iter()
-                .any(|m| STRONG_METHODS.contains(&m.as_str()));
-        if user.two_factor_enabled() && !upstream_second_factor {
-            return (self.login)
-                .challenge(user, AMR_FEDERATED, client)
-                .await
-                .map_err(failed);
-        }
-        let mut amr = vec![AMR_FEDERATED.to_owned()];
-        if upstream_second_factor {
-            amr.push("mfa".to_owned());
-        }
-        let tokens = (self.core)
-            .open_session(user, amr, client)
-            .await
-            .map_err(failed)?
-            // Disabled, or its password changed, while the sign-in ran.
-            .ok_or((Refusal::AccountDisabled, Some(user.id)))?;
-        let event = AuditEvent::FederatedLogin {
-            provider: config.id.clone(),
-        };
-        let subject = Subject::user(user.id)
-            .in_session(tokens.session_id)
-            .from(client);
-        self.core.audit(event, subject).await;
-        Ok(LoginOutcome::Tokens(tokens))
-    }
-
     /// Links the upstream identity to the account that began the flow, from a session still live.
     async fn link(
         &self,
@@ -451,7 +257,7 @@ impl Federation {
 
     /// The provider's organisation, if it names one that exists (checked at start; deleted
     /// since, it is no longer joined).
-    async fn provider_org(&self, config: &ProviderConfig) -> Option<Uuid> {
+    pub(super) async fn provider_org(&self, config: &ProviderConfig) -> Option<Uuid> {
         let slug = config.org.as_deref()?;
         match self.core.store.org_id_by_slug(slug).await {
             Ok(Some(org)) => Some(org),

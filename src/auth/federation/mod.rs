@@ -25,6 +25,7 @@ use crate::model::{
 
 mod callback;
 mod handoff;
+mod signin;
 
 pub use callback::{CallbackAnswer, Landing};
 
@@ -288,5 +289,47 @@ impl Core {
             }),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_codes_are_the_pages_words() {
+        let all = [
+            Refusal::ProviderUnknown,
+            Refusal::ProviderUnavailable,
+            Refusal::ProviderDenied,
+            Refusal::ProviderError,
+            Refusal::ProviderInvalid,
+            Refusal::Expired,
+            Refusal::AccountExists,
+            Refusal::NoAccount,
+            Refusal::EmailMissing,
+            Refusal::EmailNotVerified,
+            Refusal::AccountDisabled,
+            Refusal::IdentityTaken,
+            Refusal::AlreadyLinked,
+        ];
+        let mut codes: Vec<&str> = all.iter().map(|r| r.code()).collect();
+        // Safe in a URL as they are, and each its own.
+        assert!(
+            codes
+                .iter()
+                .all(|c| c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        );
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), all.len());
+        assert_eq!(
+            Refusal::upstream(&UpstreamError::InvalidToken("x".into())),
+            Refusal::ProviderInvalid
+        );
+        assert_eq!(
+            Refusal::upstream(&UpstreamError::Unavailable("x".into())),
+            Refusal::ProviderUnavailable
+        );
     }
 }
