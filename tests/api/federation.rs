@@ -139,6 +139,10 @@ async fn a_callback_is_bound_to_its_browser_and_used_once(backend: Backend) {
         stranger.location.starts_with("/sign-in?error=expired"),
         "{stranger:?}"
     );
+    // Anyone can send that: it writes nothing, not even to the audit trail.
+    let forged = "gatehouse_federation=made-up-value";
+    hop(&pair.app, &callback, Some(forged)).await;
+    assert_eq!(pair.app.audit_count("login.failed", None).await, 0);
     // With another flow's cookie, and the state of this one: nothing either.
     let (_, other) = start(&pair.app, UP, "/account").await;
     let crossed = hop(&pair.app, &callback, Some(&other)).await;

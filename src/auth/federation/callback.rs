@@ -54,6 +54,15 @@ pub enum Landing {
     },
 }
 
+/// What the browser's cookie found.
+enum Taken {
+    Flow(Box<FederationFlow>),
+    /// A binding of ours whose flow is gone (used, expired).
+    Gone,
+    /// No value with our tag.
+    NoBinding,
+}
+
 /// A refusal, and the account it concerns when one was found.
 pub(super) type Refused = (Refusal, Option<Uuid>);
 
@@ -77,10 +86,17 @@ impl Federation {
         if self.core.providers.get(provider).is_none() {
             return refused(Refusal::ProviderUnknown, None);
         }
-        let Some(flow) = self.take_flow(bindings).await else {
-            self.audit_refusal(provider, Refusal::Expired, None, client)
-                .await;
-            return refused(Refusal::Expired, None);
+        let flow = match self.take_flow(bindings).await {
+            Taken::Flow(flow) => *flow,
+            // A flow this browser did begin, used or expired since: the trail shows it.
+            Taken::Gone => {
+                self.audit_refusal(provider, Refusal::Expired, None, client)
+                    .await;
+                return refused(Refusal::Expired, None);
+            }
+            // No binding of ours: anyone can send that, any number of times, so it writes
+            // nothing (an audit row per request would be a way to fill the database).
+            Taken::NoBinding => return refused(Refusal::Expired, None),
         };
         let result = match self.upstream_identity(provider, &flow, answer).await {
             Ok((config, upstream)) => match flow.link {
@@ -117,20 +133,25 @@ impl Federation {
         }
     }
 
-    /// The live flow of the first of `bindings` that is one of ours, taken (deleted).
-    async fn take_flow(&self, bindings: &[&str]) -> Option<FederationFlow> {
-        let value = bindings
+    /// The live flow of the first of `bindings` that is one of ours, taken (deleted). A value
+    /// without our tag costs no database read.
+    async fn take_flow(&self, bindings: &[&str]) -> Taken {
+        let Some(value) = bindings
             .iter()
-            .find(|v| self.core.secrets.checks_token(super::BINDING_SCOPE, v))?;
+            .find(|v| self.core.secrets.checks_token(super::BINDING_SCOPE, v))
+        else {
+            return Taken::NoBinding;
+        };
         let now = self.core.clock.now_ms();
         match (self.core.store)
             .take_federation_flow(&sha256(value.as_bytes()), now)
             .await
         {
-            Ok(flow) => flow,
+            Ok(Some(flow)) => Taken::Flow(Box::new(flow)),
+            Ok(None) => Taken::Gone,
             Err(error) => {
                 tracing::warn!(error = %error, "a federation flow could not be read");
-                None
+                Taken::Gone
             }
         }
     }
