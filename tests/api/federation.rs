@@ -20,6 +20,7 @@ both_backends!(
     an_existing_address_is_never_linked_silently,
     addresses_under_a_providers_domains_sign_in_there,
     an_unreachable_provider_is_unavailable_not_slow,
+    flows_and_handoffs_expire_and_are_purged,
 );
 
 async fn a_second_gatehouse_signs_a_person_up_then_in(backend: Backend) {
@@ -372,4 +373,45 @@ async fn an_unreachable_provider_is_unavailable_not_slow(backend: Backend) {
     pair.app.create_user("zoe@example.com", PASSWORD).await;
     pair.app.login("zoe@example.com", PASSWORD).await.data(200);
     assert_eq!(footprint(&pair.app).await.1, before.1);
+}
+
+async fn flows_and_handoffs_expire_and_are_purged(backend: Backend) {
+    let pair = Pair::new(backend, "signup = true").await;
+    let ada = upstream_person(&pair, "ada@example.com").await;
+    let clock = pair.app.clock();
+
+    // Ten minutes at the provider, no more.
+    let (started, cookie) = start(&pair.app, UP, "/account").await;
+    let callback = authorize_upstream(&pair, &started.location, &ada).await;
+    clock.advance(std::time::Duration::from_secs(601));
+    let late = hop(&pair.app, &callback, Some(&cookie)).await;
+    assert!(
+        late.location.starts_with("/sign-in?error=expired"),
+        "{late:?}"
+    );
+    assert_eq!(footprint(&pair.app).await.0, 0);
+
+    // A finished sign-in waits 60 s for the pages.
+    let landed = through(&pair, &ada, "/account").await;
+    assert!(
+        landed.location.starts_with("/sign-in?federated=1"),
+        "{landed:?}"
+    );
+    clock.advance(std::time::Duration::from_secs(61));
+    finish(&pair.app, &landed).await.error(401, "TOKEN_INVALID");
+
+    // Flows begun and never finished, handoffs never collected: housekeeping deletes them.
+    start(&pair.app, UP, "/account").await;
+    let _ = through(&pair, &ada, "/account").await;
+    clock.advance(std::time::Duration::from_secs(601));
+    let purged = pair.app.handle.housekeep().await.unwrap();
+    assert!(purged.federation >= 2, "{purged:?}");
+    assert_eq!(
+        crate::federation_flow::count(&pair.app, "federation_flows").await,
+        0
+    );
+    assert_eq!(
+        crate::federation_flow::count(&pair.app, "federation_handoffs").await,
+        0
+    );
 }
