@@ -370,8 +370,23 @@ async fn an_unreachable_provider_is_unavailable_not_slow(backend: Backend) {
     assert!(landed.cookie("gatehouse_federation").is_none());
     // The other provider and the password are unaffected.
     wait_available(&pair.app, UP).await;
-    pair.app.create_user("zoe@example.com", PASSWORD).await;
-    pair.app.login("zoe@example.com", PASSWORD).await.data(200);
+    let (zoe, _) = pair.app.logged_in_user("zoe@example.com").await;
+    // Linking to it is 503, and begins nothing.
+    let link = pair
+        .app
+        .call(
+            Method::POST,
+            "/api/v1/auth/identities/start",
+            Some(&zoe),
+            Some(json!({"providerId": "down", "password": PASSWORD})),
+        )
+        .await;
+    link.error(503, "SERVICE_UNAVAILABLE");
+    assert!(link.header("set-cookie").is_none());
+    assert_eq!(
+        crate::federation_flow::count(&pair.app, "federation_flows").await,
+        0
+    );
     assert_eq!(footprint(&pair.app).await.1, before.1);
 }
 
