@@ -29,6 +29,8 @@ impl Accounts {
         let reauthenticated_until = self.reauthenticated_until(who).await?;
         Ok(Account {
             reauthenticated_until,
+            // An empty hash: no password (docs/api.md §14).
+            has_password: !user.password_hash.is_empty(),
             id: user.id,
             two_factor_enabled: user.two_factor_enabled(),
             recovery_codes_remaining: remaining,

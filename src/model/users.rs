@@ -110,6 +110,8 @@ pub struct Account {
     pub email_verified: bool,
     /// Until when (ms) the asking session is re-authenticated, if it is now.
     pub reauthenticated_until: Option<i64>,
+    /// False for an account made by another identity provider, until a password is set.
+    pub has_password: bool,
 }
 
 /// A pending TOTP secret, in the forms an authenticator app takes.

@@ -69,6 +69,7 @@ async fn a_second_gatehouse_signs_a_person_up_then_in(backend: Backend) {
     );
     let me = pair.app.get("/api/v1/auth/me", &token).await;
     assert_eq!(me.data(200)["emailVerified"], true);
+    assert_eq!(me.data(200)["hasPassword"], false);
     let hash: String = pair
         .app
         .scalar("SELECT password_hash FROM users WHERE email_normalized = 'ada@example.com'")

@@ -83,6 +83,9 @@ pub struct Me {
     /// (`POST /auth/reauthenticate`); `null` when it is not re-authenticated now.
     #[schema(format = DateTime, example = "2026-11-21T09:35:00.417Z")]
     pub reauthenticated_until: Option<String>,
+    /// False for an account another identity provider made (docs/api.md §14) until its owner sets
+    /// a password with the reset link: the calls that re-check the password cannot be given one.
+    pub has_password: bool,
 }
 
 impl From<Account> for Me {
@@ -97,6 +100,7 @@ impl From<Account> for Me {
             created_at: rfc3339(a.created_at),
             email_verified: a.email_verified,
             reauthenticated_until: a.reauthenticated_until.map(rfc3339),
+            has_password: a.has_password,
         }
     }
 }
