@@ -35,7 +35,11 @@ CREATE TABLE federation_flows (
     verifier     BYTEA NOT NULL,
     -- where the sign-in ends, checked against the allowed return URLs when the flow began
     return_to    TEXT NOT NULL,
-    -- a link: whose account, from which session (a sign-out on the way ends the link too)
+    -- 'sign_in'; 'link' (an identity to link to the account below); 'reauthenticate' (the session
+    -- below proves its holder again through the identity linked to its account)
+    purpose      TEXT NOT NULL,
+    -- a link or a re-authentication: whose account, from which session (a sign-out on the way
+    -- ends the flow too)
     user_id      UUID REFERENCES users (id) ON DELETE CASCADE,
     session_id   UUID REFERENCES sessions (id) ON DELETE CASCADE,
     -- ms; 10 minutes after the start

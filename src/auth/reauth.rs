@@ -103,10 +103,23 @@ impl Core {
         amr: &'static str,
         subject: Subject<'_>,
     ) -> Result<i64> {
+        self.open_reauth_window_for(who.session_id, user_id, amr, subject)
+            .await
+    }
+
+    /// `open_reauth_window` for `session` (a re-authentication through a provider, whose
+    /// callback holds no token: docs/api.md §14).
+    pub(super) async fn open_reauth_window_for(
+        &self,
+        session: uuid::Uuid,
+        user_id: uuid::Uuid,
+        amr: &'static str,
+        subject: Subject<'_>,
+    ) -> Result<i64> {
         let now = self.clock.now_ms();
         if !self
             .store
-            .mark_reauthenticated(who.session_id, user_id, now)
+            .mark_reauthenticated(session, user_id, now)
             .await?
         {
             // Revoked between the token's check and here.

@@ -32,10 +32,42 @@ pub struct FederationFlow {
     /// The PKCE verifier, sealed under the master key (context: `binding_hash`).
     pub sealed_verifier: Vec<u8>,
     pub return_to: String,
-    /// A link: the account and the session that started it; `None`: a sign-in.
-    pub link: Option<(Uuid, Uuid)>,
+    pub purpose: FlowPurpose,
+    /// A link or a re-authentication: the account and the session that started it.
+    pub account: Option<(Uuid, Uuid)>,
     /// ms.
     pub expires_at: i64,
+}
+
+/// What a flow through a provider is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FlowPurpose {
+    SignIn,
+    /// Link the identity to the account that began the flow.
+    Link,
+    /// Prove again, through the identity linked to its account, who holds the session that began
+    /// the flow (docs/api.md §3's re-authentication).
+    Reauthenticate,
+}
+
+impl FlowPurpose {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FlowPurpose::SignIn => "sign_in",
+            FlowPurpose::Link => "link",
+            FlowPurpose::Reauthenticate => "reauthenticate",
+        }
+    }
+
+    pub fn parse(stored: &str) -> Option<FlowPurpose> {
+        [
+            FlowPurpose::SignIn,
+            FlowPurpose::Link,
+            FlowPurpose::Reauthenticate,
+        ]
+        .into_iter()
+        .find(|p| p.as_str() == stored)
+    }
 }
 
 /// What linking an identity to an account found.

@@ -18,7 +18,7 @@ pub mod users;
 
 pub use api_keys::{ApiKey, KeyIdentity, NewApiKey};
 pub use clients::{Client, ClientOrigin, ClientType, GrantType};
-pub use federation::{FederatedIdentity, FederationFlow, Linked, Unlinked};
+pub use federation::{FederatedIdentity, FederationFlow, FlowPurpose, Linked, Unlinked};
 pub use holder::{ClientIdentity, Holder};
 pub use sessions::{
     ApiScopes, ClientGrant, ClientInfo, CookieSession, EndReason, Factor, Identity, LoginOutcome,

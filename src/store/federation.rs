@@ -8,7 +8,7 @@ use super::orgs::touch_user;
 use super::users::NewUser;
 use super::{Store, on_pool, on_write_pool};
 use crate::error::Result;
-use crate::model::{FederatedIdentity, FederationFlow, Linked, Unlinked};
+use crate::model::{FederatedIdentity, FederationFlow, FlowPurpose, Linked, Unlinked};
 
 #[derive(sqlx::FromRow)]
 struct IdentityRow {
@@ -40,6 +40,7 @@ struct FlowRow {
     nonce: String,
     verifier: Vec<u8>,
     return_to: String,
+    purpose: String,
     user_id: Option<Uuid>,
     session_id: Option<Uuid>,
     expires_at: i64,
@@ -70,7 +71,8 @@ const JOIN_AS_MEMBER: &str = "INSERT INTO org_members (org_id, user_id, roles, j
 // Whichever of two callbacks racing with one flow's cookie comes first takes the row; the other
 // finds nothing. Expired rows are taken too (and refused by the caller): they are garbage anyway.
 const TAKE_FLOW: &str = "DELETE FROM federation_flows WHERE binding_hash = $1 \
-     RETURNING provider_id, state_hash, nonce, verifier, return_to, user_id, session_id, expires_at";
+     RETURNING provider_id, state_hash, nonce, verifier, return_to, purpose, user_id, session_id, \
+     expires_at";
 const TAKE_HANDOFF: &str =
     "DELETE FROM federation_handoffs WHERE binding_hash = $1 RETURNING outcome, expires_at";
 
@@ -113,8 +115,8 @@ macro_rules! join_as_member {
 impl Store {
     pub async fn insert_federation_flow(&self, f: &FederationFlow) -> Result<()> {
         let sql = "INSERT INTO federation_flows (binding_hash, provider_id, state_hash, nonce, \
-                   verifier, return_to, user_id, session_id, expires_at) \
-                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+                   verifier, return_to, purpose, user_id, session_id, expires_at) \
+                   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(&f.binding_hash[..])
             .bind(&f.provider_id)
@@ -122,8 +124,9 @@ impl Store {
             .bind(&f.nonce)
             .bind(&f.sealed_verifier)
             .bind(&f.return_to)
-            .bind(f.link.map(|(user, _)| user))
-            .bind(f.link.map(|(_, session)| session))
+            .bind(f.purpose.as_str())
+            .bind(f.account.map(|(user, _)| user))
+            .bind(f.account.map(|(_, session)| session))
             .bind(f.expires_at)
             .execute(pool)
             .await
@@ -148,7 +151,8 @@ impl Store {
                 nonce: r.nonce,
                 sealed_verifier: r.verifier,
                 return_to: r.return_to,
-                link: r.user_id.zip(r.session_id),
+                purpose: FlowPurpose::parse(&r.purpose)?,
+                account: r.user_id.zip(r.session_id),
                 expires_at: r.expires_at,
             })
         }))

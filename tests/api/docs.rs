@@ -128,6 +128,7 @@ const CONTRACT: &[(&str, &str, bool)] = &[
     ("post", "/api/v1/auth/identities/start", true),
     ("get", "/api/v1/auth/identities", true),
     ("delete", "/api/v1/auth/identities/{providerId}", true),
+    ("post", "/api/v1/auth/reauthenticate/provider", true),
 ];
 
 /// Forward-auth (docs/api.md §6): any method a proxy may use, a bearer token, no envelope.

@@ -20,6 +20,7 @@ both_backends!(
     a_providers_organisation_is_joined_and_must_exist_at_start,
     a_reset_of_a_never_verified_address_unlinks_what_was_linked_before,
     a_deleted_account_frees_its_identity,
+    an_account_without_a_password_reauthenticates_through_its_provider,
 );
 
 /// `POST /auth/identities/start` as the holder of `token`.
@@ -36,22 +37,8 @@ async fn start_link(app: &TestApp, token: &str, body: Value) -> crate::helpers::
 /// A link begun by the holder of `token` (password re-checked) and finished by the holder of
 /// `upstream` at the provider: the callback's answer.
 async fn link(pair: &Pair, token: &str, upstream: &str) -> Hop {
-    let started = start_link(
-        &pair.app,
-        token,
-        json!({"providerId": UP, "password": PASSWORD}),
-    )
-    .await;
-    let cookie = started
-        .header("set-cookie")
-        .unwrap_or_else(|| panic!("{started:?}"))
-        .split(';')
-        .next()
-        .unwrap()
-        .to_owned();
-    let to = started.data(200)["redirectTo"].as_str().unwrap().to_owned();
-    let callback = authorize_upstream(pair, &to, upstream).await;
-    hop(&pair.app, &callback, Some(&cookie)).await
+    let body = json!({"providerId": UP, "password": PASSWORD});
+    through_api(pair, "/api/v1/auth/identities/start", token, body, upstream).await
 }
 
 /// The access token a finished sign-in gave.
@@ -459,4 +446,75 @@ async fn a_deleted_account_frees_its_identity(backend: Backend) {
     // The same person signs up anew: a new account, not the deleted one.
     let again = finish(&pair.app, &through(&pair, &ada, "/account").await).await;
     assert_ne!(again.data(200)["user"]["id"], id.as_str());
+}
+
+/// A flow begun through the API (`path` with `body`, as the holder of `token`) and finished by the
+/// holder of `upstream` at the provider: the callback's answer.
+async fn through_api(pair: &Pair, path: &str, token: &str, body: Value, upstream: &str) -> Hop {
+    let started = pair
+        .app
+        .call(Method::POST, path, Some(token), Some(body))
+        .await;
+    let cookie = started
+        .header("set-cookie")
+        .unwrap_or_else(|| panic!("{started:?}"))
+        .split(';')
+        .next()
+        .unwrap()
+        .to_owned();
+    let to = started.data(200)["redirectTo"].as_str().unwrap().to_owned();
+    let callback = authorize_upstream(pair, &to, upstream).await;
+    hop(&pair.app, &callback, Some(&cookie)).await
+}
+
+async fn an_account_without_a_password_reauthenticates_through_its_provider(backend: Backend) {
+    const REAUTH: &str = "/api/v1/auth/reauthenticate/provider";
+    let pair = Pair::new(backend, "signup = true").await;
+    let ada_up = upstream_person(&pair, "ada@example.com").await;
+    let ada = access(&finish(&pair.app, &through(&pair, &ada_up, "/account").await).await);
+    let key = json!({"name": "CI"});
+    let refused = pair
+        .app
+        .call(
+            Method::POST,
+            "/api/v1/auth/api-keys",
+            Some(&ada),
+            Some(key.clone()),
+        )
+        .await;
+    assert!(refused.error(400, "VALIDATION_ERROR")["details"]["fields"]["password"].is_string());
+
+    // Someone else signed in at the provider proves nothing of Ada's session.
+    let bob_up = upstream_person(&pair, "bob@example.com").await;
+    let body = json!({"providerId": UP});
+    let other = through_api(&pair, REAUTH, &ada, body.clone(), &bob_up).await;
+    assert_eq!(
+        other.location, "/account?reauth_error=not_linked&provider=up",
+        "{other:?}"
+    );
+    let me = pair.app.get("/api/v1/auth/me", &ada).await;
+    assert!(me.data(200)["reauthenticatedUntil"].is_null());
+
+    let done = through_api(&pair, REAUTH, &ada, body.clone(), &ada_up).await;
+    assert_eq!(done.location, "/account?reauthenticated=up", "{done:?}");
+    let me = pair.app.get("/api/v1/auth/me", &ada).await;
+    assert!(me.data(200)["reauthenticatedUntil"].is_string());
+    assert_eq!(
+        pair.app
+            .audit_count("reauthentication.succeeded", Some("fed"))
+            .await,
+        1
+    );
+    pair.app
+        .call(Method::POST, "/api/v1/auth/api-keys", Some(&ada), Some(key))
+        .await
+        .data(201);
+
+    // An account with no identity at the provider has nothing to re-authenticate with there.
+    let (zoe, _) = pair.app.logged_in_user("zoe@example.com").await;
+    let none = pair
+        .app
+        .call(Method::POST, REAUTH, Some(&zoe), Some(body))
+        .await;
+    none.error(404, "NOT_FOUND");
 }

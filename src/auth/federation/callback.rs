@@ -7,13 +7,16 @@ use subtle::ConstantTimeEq as _;
 use uuid::Uuid;
 
 use super::{Federation, Refusal, handoff};
+use crate::auth::AMR_FEDERATED;
 use crate::auth::audit::{AuditEvent, OrgEvent, Subject};
 use crate::auth::browser::IssuedCookie;
 use crate::crypto::sha256;
 use crate::error::Result;
 use crate::federation::{ProviderConfig, UpstreamIdentity};
 use crate::mail::Notice;
-use crate::model::{ClientInfo, FederatedIdentity, FederationFlow, Linked, LoginOutcome};
+use crate::model::{
+    ClientInfo, FederatedIdentity, FederationFlow, FlowPurpose, Linked, LoginOutcome,
+};
 
 /// What the provider sent back to the callback.
 #[derive(Debug)]
@@ -44,13 +47,18 @@ pub enum Landing {
     Linked {
         provider: String,
     },
+    /// The session that began the flow is re-authenticated (docs/api.md §3).
+    Reauthenticated {
+        provider: String,
+    },
     Refused {
         refusal: Refusal,
         provider: String,
         /// Where the flow would have ended, when the flow was found.
         return_to: Option<String>,
-        /// The flow was a link (the account page shows the refusal).
-        link: bool,
+        /// What the flow was for (a sign-in when it was not found): a link or a
+        /// re-authentication shows its refusal on the account page.
+        purpose: FlowPurpose,
     },
 }
 
@@ -79,7 +87,7 @@ impl Federation {
             refusal,
             provider: provider.to_owned(),
             return_to: flow.map(|f| f.return_to.clone()),
-            link: flow.is_some_and(|f| f.link.is_some()),
+            purpose: flow.map_or(FlowPurpose::SignIn, |f| f.purpose),
         };
         // An id that names no provider (a made-up URL) is refused before anything is read or
         // audited: it is not a word the audit trail should carry.
@@ -98,9 +106,11 @@ impl Federation {
             // nothing (an audit row per request would be a way to fill the database).
             Taken::NoBinding => return refused(Refusal::Expired, None),
         };
+        let account = flow.account.map(|(user, _)| user);
         let result = match self.upstream_identity(provider, &flow, answer).await {
-            Ok((config, upstream)) => match flow.link {
-                Some((user, session)) => {
+            Ok((config, upstream)) => match (flow.purpose, flow.account) {
+                (FlowPurpose::SignIn, _) => self.sign_in(&config, &upstream, client).await,
+                (FlowPurpose::Link, Some((user, session))) => {
                     match self.link(&config, &upstream, user, session, client).await {
                         Ok(()) => {
                             return Landing::Linked {
@@ -110,9 +120,22 @@ impl Federation {
                         Err(refused) => Err(refused),
                     }
                 }
-                None => self.sign_in(&config, &upstream, client).await,
+                (FlowPurpose::Reauthenticate, Some((user, session))) => {
+                    let done =
+                        (self.reauthenticate(&config, &upstream, user, session, client)).await;
+                    match done {
+                        Ok(()) => {
+                            return Landing::Reauthenticated {
+                                provider: provider.to_owned(),
+                            };
+                        }
+                        Err(refused) => Err(refused),
+                    }
+                }
+                // A link or re-authentication row without its account: not one we wrote.
+                (_, None) => Err((Refusal::Expired, None)),
             },
-            Err(refusal) => Err((refusal, flow.link.map(|(user, _)| user))),
+            Err(refusal) => Err((refusal, account)),
         };
         match result {
             Ok(outcome) => match self.hand_off(&outcome).await {
@@ -273,6 +296,47 @@ impl Federation {
                 .await;
         }
         self.core.notify(&user, Notice::IdentityLinked).await;
+        Ok(())
+    }
+
+    /// Re-authenticates the session that began the flow, if the provider signed in the identity
+    /// linked to its account and the session is still live (docs/api.md §3: the window opens as
+    /// after a password, audited `reauthentication.succeeded` with detail `fed`).
+    async fn reauthenticate(
+        &self,
+        config: &ProviderConfig,
+        upstream: &UpstreamIdentity,
+        user_id: Uuid,
+        session: Uuid,
+        client: &ClientInfo,
+    ) -> std::result::Result<(), Refused> {
+        let db = |e: crate::error::Error| {
+            tracing::warn!(error = %e, "a re-authentication through a provider failed");
+            (Refusal::Expired, Some(user_id))
+        };
+        let identity = (self.core.store)
+            .federated_identity(&config.id, &upstream.subject)
+            .await
+            .map_err(db)?;
+        if identity.is_none_or(|i| i.user_id != user_id) {
+            // Someone else at the provider (a shared computer): they prove nothing of this
+            // session's holder.
+            return Err((Refusal::NotLinked, Some(user_id)));
+        }
+        let user = (self.core.store)
+            .user_by_id(user_id)
+            .await
+            .map_err(db)?
+            .ok_or((Refusal::Expired, None))?;
+        if user.disabled {
+            return Err((Refusal::AccountDisabled, Some(user_id)));
+        }
+        let subject = Subject::user(user_id).in_session(session).from(client);
+        self.core
+            .open_reauth_window_for(session, user_id, AMR_FEDERATED, subject)
+            .await
+            // Revoked on the way: the window is the session's, and there is none.
+            .map_err(|_| (Refusal::Expired, Some(user_id)))?;
         Ok(())
     }
 

@@ -20,7 +20,7 @@ use crate::error::{Conflict, Error, Result};
 use crate::federation::{ProviderSummary, UpstreamError};
 use crate::mail::Notice;
 use crate::model::{
-    ClientInfo, FederatedIdentity, FederationFlow, LoginOutcome, Principal, Unlinked,
+    ClientInfo, FederatedIdentity, FederationFlow, FlowPurpose, LoginOutcome, Principal, Unlinked,
 };
 
 mod callback;
@@ -55,6 +55,8 @@ pub enum Refusal {
     AccountDisabled,
     IdentityTaken,
     AlreadyLinked,
+    /// A re-authentication signed in another identity than the one linked to the account.
+    NotLinked,
 }
 
 impl Refusal {
@@ -73,6 +75,7 @@ impl Refusal {
             Refusal::AccountDisabled => "account_disabled",
             Refusal::IdentityTaken => "identity_taken",
             Refusal::AlreadyLinked => "already_linked",
+            Refusal::NotLinked => "not_linked",
         }
     }
 
@@ -92,6 +95,27 @@ pub struct Started {
     pub location: String,
     pub binding: String,
 }
+
+/// A flow about to begin (`Federation::begin`), waiting for its purpose.
+struct Begin<'a> {
+    federation: &'a Federation,
+    provider: &'a str,
+    return_to: String,
+    login_hint: Option<&'a str>,
+}
+
+impl Begin<'_> {
+    async fn with(
+        self,
+        purpose: FlowPurpose,
+        account: Option<(uuid::Uuid, uuid::Uuid)>,
+    ) -> Result<Started> {
+        self.federation.insert_flow(self, purpose, account).await
+    }
+}
+
+/// Where a link or a re-authentication ends.
+const ACCOUNT_PAGE: &str = "/account";
 
 /// A linked identity as its owner sees it.
 #[derive(Debug, Clone)]
@@ -132,7 +156,8 @@ impl Federation {
             // A flood of starts must not fill the table; the page says to try again.
             return Err(Refusal::ProviderUnavailable);
         }
-        self.begin(provider, return_to, login_hint, None)
+        (self.begin(provider, return_to, login_hint))
+            .with(FlowPurpose::SignIn, None)
             .await
             .map_err(|e| match e {
                 Error::NotFound => Refusal::ProviderUnknown,
@@ -159,19 +184,61 @@ impl Federation {
         if linked.iter().any(|i| i.provider_id == provider) {
             return Err(Error::Conflict(Conflict::AlreadyLinked));
         }
-        let return_to = "/account".to_owned();
-        self.begin(provider, return_to, None, Some((user.id, who.session_id)))
+        let account = Some((user.id, who.session_id));
+        (self.begin(provider, ACCOUNT_PAGE.into(), None))
+            .with(FlowPurpose::Link, account)
             .await
     }
 
-    /// The flow's row and the provider's authorization URL.
-    async fn begin(
+    /// Begins re-authenticating the caller's session through the identity linked to its account
+    /// at `provider` (docs/api.md §3, §14): the way an account without a password proves its
+    /// holder again. No identity of the account there: `NOT_FOUND`.
+    pub async fn start_reauthentication(
         &self,
+        who: &Principal,
         provider: &str,
-        return_to: String,
-        login_hint: Option<&str>,
-        link: Option<(uuid::Uuid, uuid::Uuid)>,
+        client: &ClientInfo,
     ) -> Result<Started> {
+        self.core.throttle.federation_start_from(client.ip)?;
+        let user = self.core.user(who).await?;
+        let linked = self.core.store.federated_identities_of(user.id).await?;
+        if !linked.iter().any(|i| i.provider_id == provider) {
+            return Err(Error::NotFound);
+        }
+        let account = Some((user.id, who.session_id));
+        (self.begin(provider, ACCOUNT_PAGE.into(), None))
+            .with(FlowPurpose::Reauthenticate, account)
+            .await
+    }
+
+    /// A flow to `provider` ending at `return_to`, to be given its purpose.
+    fn begin<'a>(
+        &'a self,
+        provider: &'a str,
+        return_to: String,
+        login_hint: Option<&'a str>,
+    ) -> Begin<'a> {
+        Begin {
+            federation: self,
+            provider,
+            return_to,
+            login_hint,
+        }
+    }
+
+    /// The flow's row and the provider's authorization URL.
+    async fn insert_flow(
+        &self,
+        begin: Begin<'_>,
+        purpose: FlowPurpose,
+        account: Option<(uuid::Uuid, uuid::Uuid)>,
+    ) -> Result<Started> {
+        let Begin {
+            provider,
+            return_to,
+            login_hint,
+            ..
+        } = begin;
         let redirect_uri = self.redirect_uri(provider);
         let authorization = self
             .core
@@ -193,7 +260,8 @@ impl Federation {
                 .secrets
                 .seal(&binding_hash, authorization.pkce_verifier.as_bytes()),
             return_to,
-            link,
+            purpose,
+            account,
             expires_at: self.core.clock.now_ms() + FLOW_TTL_MS,
         };
         self.core.store.insert_federation_flow(&flow).await?;
@@ -312,6 +380,7 @@ mod tests {
             Refusal::AccountDisabled,
             Refusal::IdentityTaken,
             Refusal::AlreadyLinked,
+            Refusal::NotLinked,
         ];
         let mut codes: Vec<&str> = all.iter().map(|r| r.code()).collect();
         // Safe in a URL as they are, and each its own.

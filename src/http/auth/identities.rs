@@ -32,6 +32,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
         .routes(routes!(list_identities))
         .routes(routes!(start_link))
         .routes(routes!(unlink))
+        .routes(routes!(reauthenticate))
 }
 
 /// An identity provider as the sign-in page shows it.
@@ -259,4 +260,57 @@ async fn unlink(
     Ok(ok(Unlinked {
         provider_id: provider,
     }))
+}
+
+#[derive(Deserialize, Default, ToSchema)]
+#[serde(rename_all = "camelCase", default)]
+struct ReauthenticateRequest {
+    /// The id of a provider where the caller's account has an identity.
+    #[schema(required = true, example = "acme-sso")]
+    provider_id: String,
+}
+
+error_responses!(ReauthenticateErrors:
+    body_errors(),
+    bearer_errors(),
+    [Error::ClientToken, Error::NotFound],
+    throttle_errors(),
+    [Error::ProviderUnavailable],
+    server_errors(),
+);
+
+/// Re-authenticate this session through the provider of one of its linked identities.
+///
+/// The way an account without a password (one another provider made) opens the 5-minute window
+/// of `POST /auth/reauthenticate`. Answers where to send the browser, with the flow's cookie;
+/// the provider sends it back to `/account?reauthenticated=<id>` once the identity it signed in
+/// is the one linked to this account and the session is still live (then `GET /auth/me` shows
+/// `reauthenticatedUntil`), else to `/account?reauth_error=<code>&provider=<id>` (`not_linked`:
+/// someone else signed in there). No identity of the account at that provider: 404.
+#[utoipa::path(post, path = "/reauthenticate/provider", tag = "auth",
+    request_body = ReauthenticateRequest, security(("bearer" = [])),
+    responses(
+        (status = 200, description = "Where to send the browser", body = Envelope<LinkStarted>,
+            headers(("Set-Cookie" = String, description = "The flow's cookie"))),
+        ReauthenticateErrors,
+    ))]
+async fn reauthenticate(
+    State(state): State<AppState>,
+    AuthUser(who): AuthUser,
+    Client(client): Client,
+    AppJson(body): AppJson<ReauthenticateRequest>,
+) -> Result<Response> {
+    let mut v = Validator::new();
+    let provider = v.check("providerId", super::non_empty(body.provider_id));
+    let provider = v.finish(provider)?;
+    let started = state
+        .auth
+        .federation
+        .start_reauthentication(&who, &provider, &client)
+        .await?;
+    let cookie = federation_cookie(&state.browser, &started.binding, FLOW_COOKIE_SECONDS);
+    let answer = ok(LinkStarted {
+        redirect_to: started.location,
+    });
+    Ok(([(header::SET_COOKIE, cookie)], answer).into_response())
 }

@@ -1,7 +1,8 @@
 //! The browser's side of signing in with another identity provider (docs/api.md §14): page
 //! routes, not API calls (no envelope, outside the API document). `start` sends the browser to the
 //! provider with a cookie binding the flow to it; `callback` is where the provider sends it back,
-//! and sends it on to `/sign-in` (or `/account` for a link) with the outcome in the query: a
+//! and sends it on to `/sign-in` (or `/account` for a link or a re-authentication) with the
+//! outcome in the query: a
 //! flag, or an error code the page turns into a sentence. Never a 5xx page: whatever goes wrong
 //! is a redirect with a code.
 
@@ -19,6 +20,7 @@ use crate::http::auth::identities::FLOW_COOKIE_SECONDS;
 use crate::http::cookies::{FEDERATION_COOKIE, cookie_values, federation_cookie, set_cookie};
 use crate::http::extract::Client;
 use crate::http::pages::ACCOUNT;
+use crate::model::FlowPurpose;
 
 /// Seconds the handoff cookie lives: the finished sign-in waits 60 s for the pages.
 const HANDOFF_COOKIE_SECONDS: i64 = 60;
@@ -139,14 +141,22 @@ async fn callback(
             let location = format!("/account?linked={}", encode(&provider));
             redirect(&location, vec![clear])
         }
+        Landing::Reauthenticated { provider } => {
+            let location = format!("/account?reauthenticated={}", encode(&provider));
+            redirect(&location, vec![clear])
+        }
         Landing::Refused {
             refusal,
             provider,
-            link: true,
+            purpose: purpose @ (FlowPurpose::Link | FlowPurpose::Reauthenticate),
             ..
         } => {
+            let key = match purpose {
+                FlowPurpose::Link => "link_error",
+                _ => "reauth_error",
+            };
             let location = format!(
-                "/account?link_error={}&provider={}",
+                "/account?{key}={}&provider={}",
                 refusal.code(),
                 encode(&provider)
             );
@@ -156,7 +166,7 @@ async fn callback(
             refusal,
             provider,
             return_to,
-            link: false,
+            purpose: FlowPurpose::SignIn,
         } => {
             // Only a configured id goes back into the URL, never a made-up one.
             let known = refusal != Refusal::ProviderUnknown;

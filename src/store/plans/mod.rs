@@ -70,8 +70,8 @@ FROM users u JOIN orgs o ON o.created_at = u.created_at - u.created_at % 10 + 10
 INSERT INTO client_registration_tokens (id, token_hash, created_at, expires_at)
 SELECT {id}, {bytes}, created_at, created_at + 3600 FROM users;
 INSERT INTO federation_flows (binding_hash, provider_id, state_hash, nonce, verifier, return_to,
-                              user_id, session_id, expires_at)
-SELECT {bytes}, 'up', {bytes}, 'n', {bytes}, '/account',
+                              purpose, user_id, session_id, expires_at)
+SELECT {bytes}, 'up', {bytes}, 'n', {bytes}, '/account', 'sign_in',
        CASE WHEN created_at % 10 = 0 THEN user_id END, CASE WHEN created_at % 10 = 0 THEN id END,
        created_at + 600 FROM sessions;
 INSERT INTO federation_handoffs (binding_hash, outcome, expires_at)
