@@ -96,24 +96,6 @@ pub struct Started {
     pub binding: String,
 }
 
-/// A flow about to begin (`Federation::begin`), waiting for its purpose.
-struct Begin<'a> {
-    federation: &'a Federation,
-    provider: &'a str,
-    return_to: String,
-    login_hint: Option<&'a str>,
-}
-
-impl Begin<'_> {
-    async fn with(
-        self,
-        purpose: FlowPurpose,
-        account: Option<(uuid::Uuid, uuid::Uuid)>,
-    ) -> Result<Started> {
-        self.federation.insert_flow(self, purpose, account).await
-    }
-}
-
 /// Where a link or a re-authentication ends.
 const ACCOUNT_PAGE: &str = "/account";
 
@@ -156,8 +138,7 @@ impl Federation {
             // A flood of starts must not fill the table; the page says to try again.
             return Err(Refusal::ProviderUnavailable);
         }
-        (self.begin(provider, return_to, login_hint))
-            .with(FlowPurpose::SignIn, None)
+        (self.begin(provider, return_to, login_hint, FlowPurpose::SignIn, None))
             .await
             .map_err(|e| match e {
                 Error::NotFound => Refusal::ProviderUnknown,
@@ -185,9 +166,8 @@ impl Federation {
             return Err(Error::Conflict(Conflict::AlreadyLinked));
         }
         let account = Some((user.id, who.session_id));
-        (self.begin(provider, ACCOUNT_PAGE.into(), None))
-            .with(FlowPurpose::Link, account)
-            .await
+        let purpose = FlowPurpose::Link;
+        (self.begin(provider, ACCOUNT_PAGE.into(), None, purpose, account)).await
     }
 
     /// Begins re-authenticating the caller's session through the identity linked to its account
@@ -206,39 +186,19 @@ impl Federation {
             return Err(Error::NotFound);
         }
         let account = Some((user.id, who.session_id));
-        (self.begin(provider, ACCOUNT_PAGE.into(), None))
-            .with(FlowPurpose::Reauthenticate, account)
-            .await
-    }
-
-    /// A flow to `provider` ending at `return_to`, to be given its purpose.
-    fn begin<'a>(
-        &'a self,
-        provider: &'a str,
-        return_to: String,
-        login_hint: Option<&'a str>,
-    ) -> Begin<'a> {
-        Begin {
-            federation: self,
-            provider,
-            return_to,
-            login_hint,
-        }
+        let purpose = FlowPurpose::Reauthenticate;
+        (self.begin(provider, ACCOUNT_PAGE.into(), None, purpose, account)).await
     }
 
     /// The flow's row and the provider's authorization URL.
-    async fn insert_flow(
+    async fn begin(
         &self,
-        begin: Begin<'_>,
+        provider: &str,
+        return_to: String,
+        login_hint: Option<&str>,
         purpose: FlowPurpose,
         account: Option<(uuid::Uuid, uuid::Uuid)>,
     ) -> Result<Started> {
-        let Begin {
-            provider,
-            return_to,
-            login_hint,
-            ..
-        } = begin;
         let redirect_uri = self.redirect_uri(provider);
         let authorization = self
             .core
