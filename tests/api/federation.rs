@@ -235,7 +235,7 @@ async fn provider_answers_that_are_no_sign_in_land_on_the_sign_in_page(backend: 
     let (_, cookie) = start(&pair.app, UP, "/account").await;
     let bare = hop(
         &pair.app,
-        &format!("/auth/providers/{UP}/callback"),
+        &format!("/auth/providers/{UP}/callback?code=%FF&state=%FF&error"),
         Some(&cookie),
     )
     .await;
@@ -247,6 +247,8 @@ async fn provider_answers_that_are_no_sign_in_land_on_the_sign_in_page(backend: 
         "/auth/providers/nope/callback?code=x&state=y",
         "/auth/providers/nope/start",
         "/auth/providers/%3Cscript%3E/start",
+        "/auth/providers/%FF/callback?code=%FF&state=%00",
+        "/auth/providers/nope/start?return_to=%FF%FE&login_hint=%00",
     ] {
         let landed = hop(&pair.app, path, None).await;
         assert_eq!(landed.status, 302, "{path}");
