@@ -2,9 +2,8 @@
 //! routes, not API calls (no envelope, outside the API document). `start` sends the browser to the
 //! provider with a cookie binding the flow to it; `callback` is where the provider sends it back,
 //! and sends it on to `/sign-in` (or `/account` for a link or a re-authentication) with the
-//! outcome in the query: a
-//! flag, or an error code the page turns into a sentence. Never a 5xx page: whatever goes wrong
-//! is a redirect with a code.
+//! outcome in the query: a flag, or an error code the page turns into a sentence. Never a 5xx
+//! page: whatever goes wrong is a redirect with a code.
 
 use axum::Router;
 use axum::extract::rejection::QueryRejection;
