@@ -21,6 +21,7 @@ both_backends!(
     addresses_under_a_providers_domains_sign_in_there,
     an_unreachable_provider_is_unavailable_not_slow,
     flows_and_handoffs_expire_and_are_purged,
+    a_flood_of_starts_does_not_fill_the_table,
 );
 
 async fn a_second_gatehouse_signs_a_person_up_then_in(backend: Backend) {
@@ -431,5 +432,25 @@ async fn flows_and_handoffs_expire_and_are_purged(backend: Backend) {
     assert_eq!(
         crate::federation_flow::count(&pair.app, "federation_handoffs").await,
         0
+    );
+}
+
+async fn a_flood_of_starts_does_not_fill_the_table(backend: Backend) {
+    let pair = Pair::new(backend, "signup = true").await;
+    // A burst of 30 from one address, then one every 2 s.
+    for _ in 0..30 {
+        start(&pair.app, UP, "/account").await;
+    }
+    let refused = hop(&pair.app, "/auth/providers/up/start", None).await;
+    assert_eq!(refused.status, 302);
+    assert_eq!(
+        refused.param("error").as_deref(),
+        Some("provider_unavailable"),
+        "{refused:?}"
+    );
+    assert!(refused.cookie("gatehouse_federation").is_none());
+    assert_eq!(
+        crate::federation_flow::count(&pair.app, "federation_flows").await,
+        30
     );
 }
