@@ -363,7 +363,7 @@ async fn an_unreachable_provider_is_unavailable_not_slow(backend: Backend) {
     let before = footprint(&pair.app).await;
     let started = std::time::Instant::now();
     let landed = hop(&pair.app, "/auth/providers/down/start?return_to=/x", None).await;
-    assert!(started.elapsed() < std::time::Duration::from_secs(1));
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
     assert_eq!(landed.status, 302);
     assert!(
         landed
@@ -437,7 +437,9 @@ async fn flows_and_handoffs_expire_and_are_purged(backend: Backend) {
 
 async fn a_flood_of_starts_does_not_fill_the_table(backend: Backend) {
     let pair = Pair::new(backend, "signup = true").await;
-    // A burst of 30 from one address, then one every 2 s.
+    // A burst of 30 from one address, then one every 2 s: the clock stands still, so that a slow
+    // machine does not earn the next one meanwhile.
+    pair.app.clock().freeze();
     for _ in 0..30 {
         start(&pair.app, UP, "/account").await;
     }
