@@ -17,6 +17,7 @@ use crate::helpers::{
 };
 use crate::smtp::SmtpServer;
 
+mod federation;
 mod library;
 mod web_apps;
 

@@ -1,0 +1,89 @@
+//! Signing in with another identity provider in Chromium (tests/browser/federation.mjs): panva's
+//! oidc-provider as the upstream, its own login form filled in by the browser; the provider's
+//! button, the domain's redirect, an existing address never linked, and linking from /account.
+
+use gatehouse::config::SettingsArgs;
+use serde_json::json;
+
+use super::{BROWSER_DIR, CHROMIUM, browser_ready, node};
+use crate::federation_flow::wait_available;
+use crate::federation_idp::{Upstream, UpstreamClient};
+use crate::helpers::{Backend, PASSWORD, both_backends, free_port, spawn_app_with};
+
+both_backends!(a_provider_signs_people_in_and_links_from_the_account_page);
+
+const PROVIDER: &str = "Upstream Login";
+
+async fn a_provider_signs_people_in_and_links_from_the_account_page(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let port = free_port();
+    let url = format!("http://localhost:{port}");
+    let client = UpstreamClient {
+        client_id: "gatehouse".into(),
+        client_secret: "a secret shared with the upstream only".into(),
+        redirect_uris: vec![format!("{url}/auth/providers/upstream/callback")],
+    };
+    let Some(upstream) = Upstream::start(std::slice::from_ref(&client)).await else {
+        return;
+    };
+    let verified = |email: &str, name: &str| json!({"email": email, "email_verified": true, "name": name});
+    upstream
+        .account("newcomer", verified("nia@acme.test", "Nia Newcomer"), &["pwd"])
+        .await;
+    upstream
+        .account("clash", verified("owen@example.com", "Not Owen"), &["pwd"])
+        .await;
+    upstream
+        .account("linker", verified("owen.elsewhere@example.org", "Owen Upstream"), &["pwd"])
+        .await;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("providers.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[[provider]]\nid = \"upstream\"\nname = \"{PROVIDER}\"\nissuer = \"{}\"\n\
+             client_id = \"{}\"\nclient_secret = \"{}\"\ndomains = [\"acme.test\"]\nsignup = true\n",
+            upstream.issuer, client.client_id, client.client_secret
+        ),
+    )
+    .unwrap();
+    let app = spawn_app_with(
+        backend,
+        SettingsArgs {
+            listen: Some(format!("127.0.0.1:{port}")),
+            public_url: Some(url.clone()),
+            allowed_return_urls: Some(url.clone()),
+            identity_providers: Some(file.to_str().unwrap().into()),
+            ..SettingsArgs::default()
+        },
+    )
+    .await;
+    wait_available(&app, "upstream").await;
+    app.create_user("owen@example.com", PASSWORD).await;
+
+    let env = [
+        ("GATEHOUSE_URL", url.clone()),
+        ("GATEHOUSE_EMAIL", "owen@example.com".into()),
+        ("GATEHOUSE_PASSWORD", PASSWORD.into()),
+        ("CHROMIUM", CHROMIUM.into()),
+        ("PROVIDER_NAME", PROVIDER.into()),
+        ("UPSTREAM_NEWCOMER", "newcomer".into()),
+        ("UPSTREAM_NEWCOMER_NAME", "Nia Newcomer".into()),
+        ("UPSTREAM_NEWCOMER_EMAIL", "nia@acme.test".into()),
+        ("UPSTREAM_CLASH", "clash".into()),
+        ("UPSTREAM_LINKER", "linker".into()),
+    ]
+    .map(|(k, v)| (k.to_owned(), v));
+    node(BROWSER_DIR, &["federation.mjs"], env.to_vec()).await;
+
+    // What the pages did, as the service recorded it: one account made (the newcomer, signed in
+    // twice through the provider), the clash refused, the password account linked.
+    let users: i64 = app.scalar("SELECT COUNT(*) FROM users").await;
+    assert_eq!(users, 2, "the owner and the newcomer, nobody for the clash");
+    let linked: i64 = app
+        .scalar("SELECT COUNT(*) FROM federated_identities WHERE provider_id = 'upstream'")
+        .await;
+    assert_eq!(linked, 2, "the newcomer's identity and the one linked from /account");
+}
