@@ -107,6 +107,7 @@ function followEmail() {
   if (ssoProvider) {
     $("sso-notice").textContent = `Addresses at this domain sign in with ${ssoProvider.name}.`;
   }
+  if (!passwordStep.hidden) showProvidersStep(true);
 }
 
 function showProviders() {
@@ -131,7 +132,17 @@ function showProviders() {
       return li;
     }),
   );
-  $("providers").hidden = providers.length === 0;
+  showProvidersStep(true);
+}
+
+/**
+ * The providers' buttons belong to the first step, and give way to "Continue with …" when the
+ * typed address is a provider's: one "or" between the password and the other ways in.
+ */
+function showProvidersStep(shown) {
+  $("providers").hidden = !shown || providers.length === 0 || ssoProvider !== null;
+  const passkeyShown = $("passkey-step") !== null && !$("passkey-step").hidden;
+  $("providers-or").hidden = passkeyShown;
 }
 
 const providersRead = gatehouse.listProviders().then(
@@ -160,7 +171,6 @@ async function finishFederated() {
     passwordStep.hidden = true;
     codeStep.hidden = false;
     showPasskeyStep(false);
-    $("providers").hidden = true;
     showStatus("Signed in at the provider. Now your second factor.");
     focus($("code"));
   } catch (error) {
@@ -183,6 +193,7 @@ const webAuthn = typeof window.PublicKeyCredential !== "undefined";
 /** "Sign in with a passkey" belongs to the first step only. */
 function showPasskeyStep(shown) {
   if ($("passkey-step")) $("passkey-step").hidden = !(shown && webAuthn);
+  showProvidersStep(shown);
 }
 
 if (federated) finishFederated();

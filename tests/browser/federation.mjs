@@ -18,6 +18,16 @@ const newcomerName = required("UPSTREAM_NEWCOMER_NAME");
 const newcomerEmail = required("UPSTREAM_NEWCOMER_EMAIL");
 const clash = required("UPSTREAM_CLASH");
 const linker = required("UPSTREAM_LINKER");
+// Set: the book's pictures of the sign-in page with a provider and of the linked identity
+// (docs/guide/providers.md) are taken on the way, into this folder.
+const shots = process.env.SCREENSHOTS_DIR;
+
+async function picture(page, name, selector) {
+  if (!shots) return;
+  await page.waitForLoadState("networkidle").catch(() => {});
+  const target = selector ? page.locator(selector) : page;
+  await target.screenshot({ path: `${shots}/${name}.png` });
+}
 
 /** The provider's own login form: its account id, any password. */
 async function upstreamLogin(page, account) {
@@ -33,6 +43,8 @@ await run("federation", async (browser) => {
   // The button: a new account, signed in at return_to.
   const page = await newPage(browser);
   await page.goto(`${BASE}/sign-in?return_to=${encodeURIComponent(`${BASE}/account#sessions`)}`);
+  await page.getByRole("link", { name: `Sign in with ${provider}` }).waitFor();
+  await picture(page, "sign-in-providers-desktop");
   await page.getByRole("link", { name: `Sign in with ${provider}` }).click();
   await upstreamLogin(page, newcomer);
   await expectPath(page, "/account");
@@ -51,6 +63,7 @@ await run("federation", async (browser) => {
   await typed.goto(`${BASE}/sign-in`);
   await typed.getByLabel("E-mail address").fill(newcomerEmail);
   await expectText(typed, `sign in with ${provider}`, "#sso-notice");
+  await picture(typed, "sign-in-domain-desktop");
   assert(!(await typed.getByLabel("Password", { exact: true }).isVisible()), "no password field for the domain");
   await typed.getByRole("button", { name: `Continue with ${provider}` }).click();
   await upstreamLogin(typed, newcomer);
@@ -80,5 +93,6 @@ await run("federation", async (browser) => {
   await expectPath(owner, "/account");
   await expectText(owner, `${provider} is linked`, "#identities");
   await expectText(owner, provider, "#identity-list");
+  await picture(owner, "account-providers-desktop", "#identities");
   assertNoPageErrors(owner);
 });

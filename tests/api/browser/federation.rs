@@ -28,15 +28,24 @@ async fn a_provider_signs_people_in_and_links_from_the_account_page(backend: Bac
     let Some(upstream) = Upstream::start(std::slice::from_ref(&client)).await else {
         return;
     };
-    let verified = |email: &str, name: &str| json!({"email": email, "email_verified": true, "name": name});
+    let verified =
+        |email: &str, name: &str| json!({"email": email, "email_verified": true, "name": name});
     upstream
-        .account("newcomer", verified("nia@acme.test", "Nia Newcomer"), &["pwd"])
+        .account(
+            "newcomer",
+            verified("nia@acme.test", "Nia Newcomer"),
+            &["pwd"],
+        )
         .await;
     upstream
         .account("clash", verified("owen@example.com", "Not Owen"), &["pwd"])
         .await;
     upstream
-        .account("linker", verified("owen.elsewhere@example.org", "Owen Upstream"), &["pwd"])
+        .account(
+            "linker",
+            verified("owen.elsewhere@example.org", "Owen Upstream"),
+            &["pwd"],
+        )
         .await;
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("providers.toml");
@@ -76,7 +85,13 @@ async fn a_provider_signs_people_in_and_links_from_the_account_page(backend: Bac
         ("UPSTREAM_LINKER", "linker".into()),
     ]
     .map(|(k, v)| (k.to_owned(), v));
-    node(BROWSER_DIR, &["federation.mjs"], env.to_vec()).await;
+    let mut env = env.to_vec();
+    // `SCREENSHOTS_DIR=$PWD/docs/screenshots cargo test -- browser::federation::sqlite` makes the
+    // book's pictures of these pages.
+    if let Ok(dir) = std::env::var("SCREENSHOTS_DIR") {
+        env.push(("SCREENSHOTS_DIR".into(), dir));
+    }
+    node(BROWSER_DIR, &["federation.mjs"], env).await;
 
     // What the pages did, as the service recorded it: one account made (the newcomer, signed in
     // twice through the provider), the clash refused, the password account linked.
@@ -85,5 +100,8 @@ async fn a_provider_signs_people_in_and_links_from_the_account_page(backend: Bac
     let linked: i64 = app
         .scalar("SELECT COUNT(*) FROM federated_identities WHERE provider_id = 'upstream'")
         .await;
-    assert_eq!(linked, 2, "the newcomer's identity and the one linked from /account");
+    assert_eq!(
+        linked, 2,
+        "the newcomer's identity and the one linked from /account"
+    );
 }
