@@ -94,6 +94,8 @@ function reauthenticate() {
   clearError($("reauth-form"));
   $("reauth-form").reset();
   prompt.showModal();
+  // An account a provider made has no password until its owner sets one (docs/api.md §14).
+  $("reauth-no-password").hidden = account?.hasPassword !== false;
   $("reauth-password").focus();
   offerPasskey();
   return new Promise((resolve, reject) => {

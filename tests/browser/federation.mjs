@@ -52,6 +52,13 @@ await run("federation", async (browser) => {
   await expectText(page, newcomerName, "#who-name");
   await expectText(page, provider, "#identity-list");
   await expectText(page, newcomerEmail, "#identity-list");
+  // An account the provider made has no password: the confirmation prompt says how to get one.
+  await page.getByLabel("What it is for").fill("Nightly export");
+  await page.getByRole("button", { name: "Make the key" }).click();
+  const prompt = page.getByRole("dialog", { name: "Confirm it is you" });
+  await expectText(page, "Your account has no password yet", "#reauth");
+  await prompt.getByRole("button", { name: "Cancel" }).click();
+  await prompt.waitFor({ state: "hidden" });
   // The guarded applications' cookie came with the callback.
   const cookies = await page.context().cookies(BASE);
   assert(cookies.some((c) => c.name === "gatehouse_session" && c.httpOnly), "the session cookie is set");
