@@ -14,6 +14,7 @@ use crate::federation_flow::{
 use crate::helpers::{Backend, PASSWORD, both_backends, claims, free_port};
 
 both_backends!(
+    the_domains_provider_links_a_proven_account_at_its_first_sign_in,
     a_second_gatehouse_signs_a_person_up_then_in,
     a_callback_is_bound_to_its_browser_and_used_once,
     provider_answers_that_are_no_sign_in_land_on_the_sign_in_page,
@@ -293,6 +294,51 @@ async fn an_existing_address_is_never_linked_silently(backend: Backend) {
         "{landed:?}"
     );
     assert_eq!(footprint(&closed.app).await, (0, 0, 0));
+}
+
+/// An account made before its domain became the provider's cannot sign in with its password any
+/// more (`SSO_REQUIRED`), nor reach `/account` to link: the domain's own provider links it at its
+/// first sign-in, when the provider vouches for the address and the account proved it too. An
+/// account whose address was never proved is not linked (it may be a squat of the address).
+async fn the_domains_provider_links_a_proven_account_at_its_first_sign_in(backend: Backend) {
+    let pair = Pair::new(backend, "domains = [\"acme.example\"]").await;
+    let ada_id = pair.app.create_user("ada@acme.example", PASSWORD).await;
+    pair.app.create_user("ben@acme.example", PASSWORD).await;
+    pair.app
+        .execute(
+            "UPDATE users SET email_verified = FALSE WHERE email_normalized = 'ben@acme.example'",
+        )
+        .await;
+
+    let ben = upstream_person(&pair, "ben@acme.example").await;
+    let before = footprint(&pair.app).await;
+    let landed = through(&pair, &ben, "/account").await;
+    assert_eq!(
+        landed.param("error").as_deref(),
+        Some("account_exists"),
+        "{landed:?}"
+    );
+    assert_eq!(footprint(&pair.app).await, before);
+
+    let ada = upstream_person(&pair, "ada@acme.example").await;
+    let landed = through(&pair, &ada, "/account").await;
+    assert!(
+        landed.location.starts_with("/sign-in?federated=1"),
+        "{landed:?}"
+    );
+    let answer = finish(&pair.app, &landed).await;
+    assert_eq!(answer.data(200)["user"]["id"], ada_id.to_string());
+    assert_eq!(pair.app.audit_count("identity.linked", None).await, 1);
+    let linked: i64 = pair
+        .app
+        .scalar("SELECT COUNT(*) FROM federated_identities WHERE provider_id = 'up'")
+        .await;
+    assert_eq!(linked, 1);
+    // The next sign-in is the linked identity's.
+    let again = through(&pair, &ada, "/account").await;
+    let answer = finish(&pair.app, &again).await;
+    assert_eq!(answer.data(200)["user"]["id"], ada_id.to_string());
+    assert_eq!(pair.app.audit_count("identity.linked", None).await, 1);
 }
 
 async fn addresses_under_a_providers_domains_sign_in_there(backend: Backend) {

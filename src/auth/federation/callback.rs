@@ -15,7 +15,7 @@ use crate::error::Result;
 use crate::federation::{ProviderConfig, UpstreamIdentity};
 use crate::mail::Notice;
 use crate::model::{
-    ClientInfo, FederatedIdentity, FederationFlow, FlowPurpose, Linked, LoginOutcome,
+    ClientInfo, FederatedIdentity, FederationFlow, FlowPurpose, Linked, LoginOutcome, User,
 };
 
 /// What the provider sent back to the callback.
@@ -265,6 +265,26 @@ impl Federation {
         if user.disabled {
             return Err((Refusal::AccountDisabled, Some(user_id)));
         }
+        self.attach(config, upstream, &user, Some(session), client)
+            .await
+    }
+
+    /// Links the upstream identity to `user` (audited, mailed, the provider's organisation
+    /// joined): from `/account` (`session`, the one that asked), or at a sign-in through the
+    /// provider of the account's own domain (`signin::adopts`).
+    pub(super) async fn attach(
+        &self,
+        config: &ProviderConfig,
+        upstream: &UpstreamIdentity,
+        user: &User,
+        session: Option<Uuid>,
+        client: &ClientInfo,
+    ) -> std::result::Result<(), Refused> {
+        let user_id = user.id;
+        let db = |e: crate::error::Error| {
+            tracing::warn!(error = %e, "a federated identity could not be linked");
+            (Refusal::Expired, Some(user_id))
+        };
         let now = self.core.clock.now_ms();
         let org = self.provider_org(config).await;
         let identity = FederatedIdentity {
@@ -284,7 +304,13 @@ impl Federation {
             Linked::TakenByOther => return Err((Refusal::IdentityTaken, Some(user_id))),
             Linked::ProviderTaken => return Err((Refusal::AlreadyLinked, Some(user_id))),
         }
-        let subject = || Subject::user(user_id).in_session(session).from(client);
+        let subject = || {
+            let subject = Subject::user(user_id).from(client);
+            match session {
+                Some(session) => subject.in_session(session),
+                None => subject,
+            }
+        };
         let event = AuditEvent::IdentityLinked {
             provider: config.id.clone(),
         };
@@ -295,7 +321,7 @@ impl Federation {
                 .audit(AuditEvent::Org { org, what }, subject())
                 .await;
         }
-        self.core.notify(&user, Notice::IdentityLinked).await;
+        self.core.notify(user, Notice::IdentityLinked).await;
         Ok(())
     }
 

@@ -1,7 +1,8 @@
 //! The sign-in rules of a callback whose identity passed (docs/api.md §14): a linked identity
 //! signs its account in; else an account is made when the provider may make one and vouches for
-//! the address; an account that has the address is never linked by the match. Then the session,
-//! or the account's 2FA challenge.
+//! the address; an account that has the address is never linked by the match, except by the
+//! provider its domain must sign in with (`adopts`). Then the session, or the account's 2FA
+//! challenge.
 
 use uuid::Uuid;
 
@@ -76,7 +77,15 @@ impl Federation {
             .await
             .map_err(db)?
         {
-            return Err((Refusal::AccountExists, Some(existing.id)));
+            if !self.adopts(config, upstream, &existing, &normalized) {
+                return Err((Refusal::AccountExists, Some(existing.id)));
+            }
+            if existing.disabled {
+                return Err((Refusal::AccountDisabled, Some(existing.id)));
+            }
+            self.attach(config, upstream, &existing, None, client)
+                .await?;
+            return self.signed_in(config, upstream, &existing, client).await;
         }
         if !config.signup {
             return Err((Refusal::NoAccount, None));
@@ -88,6 +97,26 @@ impl Federation {
         }
         let user = self.make_account(config, upstream, &email).await?;
         self.signed_in(config, upstream, &user, client).await
+    }
+
+    /// Whether the identity may be linked to the account that has its address, at its sign-in:
+    /// only where no one can have made either side with another person's address. The provider
+    /// is the one the operator named for the address's domain (`domains`: its password sign-in
+    /// is refused, so the account has no other way to reach its link on `/account`), it vouches
+    /// for the address (`email_verified`), and the account proved the address itself (a mailed
+    /// link; an account whose address was never proved may be someone else's squat, and its
+    /// first proof would end any identity linked before it). Anything less is `account_exists`.
+    fn adopts(
+        &self,
+        config: &ProviderConfig,
+        upstream: &UpstreamIdentity,
+        existing: &User,
+        normalized: &str,
+    ) -> bool {
+        let authority = self.core.providers.for_address(normalized);
+        authority.is_some_and(|p| p.id == config.id)
+            && upstream.email_verified
+            && existing.email_verified
     }
 
     /// A new account for an upstream identity: verified, no password, linked, and a member of the
