@@ -98,6 +98,7 @@ function reauthenticate() {
   $("reauth-no-password").hidden = account?.hasPassword !== false;
   $("reauth-password").focus();
   offerPasskey();
+  offerProviders();
   return new Promise((resolve, reject) => {
     pending = { resolve, reject, returnFocus: lastFocus };
   });
@@ -137,6 +138,27 @@ async function offerPasskey() {
     // The password stays on offer.
   }
   $("reauth-how").textContent = offer.hidden ? "Enter your password" : "Enter your password or use a passkey";
+}
+
+// "Use <provider>" for each identity linked to the account: how an account a provider made (no
+// password) confirms it is its owner. It leaves for the provider and comes back to this page
+// (`?reauthenticated=`), where the action is asked for again.
+async function offerProviders() {
+  const offers = $("reauth-providers");
+  offers.replaceChildren();
+  let linked = [];
+  try {
+    linked = await gatehouse.listIdentities();
+  } catch {
+    return;
+  }
+  offers.replaceChildren(
+    ...linked.map((identity) =>
+      button(`Use ${identity.providerName}`, "secondary", async () => {
+        location.assign(await gatehouse.reauthenticateWithProvider(identity.providerId));
+      }),
+    ),
+  );
 }
 
 clicked($("reauth-passkey"), async () => {

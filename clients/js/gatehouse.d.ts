@@ -96,6 +96,8 @@ export interface Profile extends User {
   recoveryCodesRemaining: number;
   roles: string[];
   emailVerified: boolean;
+  /** `false` for an account another identity provider made, until its owner sets a password. */
+  hasPassword: boolean;
   createdAt: string;
   /** Until when this session needs no password at the calls that re-check it; null: not now. */
   reauthenticatedUntil: string | null;
@@ -290,6 +292,8 @@ export class Gatehouse {
   /** → the URL to send the browser to. */
   linkIdentity(providerId: string, password?: string): Promise<string>;
   unlinkIdentity(providerId: string): Promise<void>;
+  /** → the URL to send the browser to; it comes back to `/account?reauthenticated=<id>`. */
+  reauthenticateWithProvider(providerId: string): Promise<string>;
   useTokenSet(tokenSet: TokenSet): User;
   refresh(): Promise<User>;
   logout(scope?: LogoutScope): Promise<{ revokedSessions: number }>;

@@ -190,6 +190,15 @@ export class Gatehouse {
     return (await this.request("POST", "/auth/identities/start", body)).redirectTo;
   }
 
+  /**
+   * Re-authenticates this session through its identity at `providerId` (docs/api.md §3, §14: the
+   * way an account without a password confirms it is its owner) → the URL to send the browser to;
+   * it comes back to `/account?reauthenticated=<id>` with the 5-minute window open.
+   */
+  async reauthenticateWithProvider(providerId) {
+    return (await this.request("POST", "/auth/reauthenticate/provider", { providerId })).redirectTo;
+  }
+
   /** Unlinks the account's identity at `providerId` (refused when it is the last way in). */
   async unlinkIdentity(providerId) {
     await this.request("DELETE", `/auth/identities/${encodeURIComponent(providerId)}`);

@@ -132,6 +132,7 @@ struct Claims {
     email_verified: Option<serde_json::Value>,
     name: Option<serde_json::Value>,
     amr: Option<serde_json::Value>,
+    auth_time: Option<f64>,
 }
 
 #[derive(Deserialize)]
@@ -219,6 +220,7 @@ fn check_claims(c: Claims, expected: &Expected<'_>) -> Result<UpstreamIdentity, 
         email_verified: verified(c.email_verified.as_ref()),
         name: text(c.name.as_ref()),
         amr: strings(c.amr.as_ref()),
+        auth_time: c.auth_time.map(|t| t as i64),
     })
 }
 

@@ -82,6 +82,7 @@ fn a_good_token_gives_the_identity() {
             email_verified: true,
             name: Some("Jane Doe".into()),
             amr: vec!["pwd".into(), "otp".into()],
+            auth_time: None,
         }
     );
 }

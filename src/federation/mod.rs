@@ -66,6 +66,8 @@ pub struct UpstreamIdentity {
     pub email_verified: bool,
     pub name: Option<String>,
     pub amr: Vec<String>,
+    /// When the person last signed in at the provider (seconds since the epoch), if it said.
+    pub auth_time: Option<i64>,
 }
 
 /// Why a provider gave no identity. The text is for logs: it may quote the provider, so it never
@@ -210,6 +212,27 @@ impl Providers {
         redirect_uri: &str,
         login_hint: Option<&str>,
     ) -> Result<Authorization, UpstreamError> {
+        self.request(id, redirect_uri, login_hint, false)
+    }
+
+    /// The authorization request of a re-authentication: `prompt=login` and `max_age=0`, so the
+    /// provider asks the person again rather than riding on its own session (whoever sits at an
+    /// unattended computer has that too), and says when in `auth_time` (checked by the caller).
+    pub fn fresh_authorization(
+        &self,
+        id: &str,
+        redirect_uri: &str,
+    ) -> Result<Authorization, UpstreamError> {
+        self.request(id, redirect_uri, None, true)
+    }
+
+    fn request(
+        &self,
+        id: &str,
+        redirect_uri: &str,
+        login_hint: Option<&str>,
+        fresh: bool,
+    ) -> Result<Authorization, UpstreamError> {
         let upstream = self.upstream(id).ok_or(UpstreamError::UnknownProvider)?;
         let endpoints = upstream
             .endpoints()
@@ -232,6 +255,11 @@ impl Providers {
                 .append_pair("code_challenge_method", "S256");
             if let Some(hint) = login_hint.filter(|h| !h.is_empty()) {
                 query.append_pair("login_hint", hint);
+            }
+            if fresh {
+                query
+                    .append_pair("prompt", "login")
+                    .append_pair("max_age", "0");
             }
         }
         Ok(Authorization {

@@ -65,6 +65,7 @@ fn userinfo_counts_only_for_the_same_subject_and_address() {
         email_verified: false,
         name: None,
         amr: vec![],
+        auth_time: None,
     };
     let other = serde_json::json!({"sub": "s2", "email": "x@a.example", "email_verified": true});
     merge_userinfo(&mut identity, &other);

@@ -89,6 +89,8 @@ async fn oidc_provider_signs_a_person_in_with_claims_from_userinfo_and_amr() {
             email_verified: true,
             name: Some("Ann Upstream".into()),
             amr: vec!["pwd".into(), "otp".into()],
+            // Said only when asked for (max_age, a re-authentication): tests/api/federation_link.rs.
+            auth_time: identity.auth_time,
         }
     );
 }

@@ -6,7 +6,8 @@
 // - an upstream identity whose address has a local account is never linked by itself: back on
 //   /sign-in with the reason;
 // - a password account links the provider from /account (the password confirmed in the prompt),
-//   and comes back to the account page with the provider listed.
+//   and comes back to the account page with the provider listed;
+// - an account the provider made (no password) confirms it is its owner through the provider.
 import { BASE, assert, assertNoPageErrors, alertText, confirmPassword, expectPath, expectText, newPage, required, run, signIn } from "./common.mjs";
 
 const email = required("GATEHOUSE_EMAIL");
@@ -57,8 +58,15 @@ await run("federation", async (browser) => {
   await page.getByRole("button", { name: "Make the key" }).click();
   const prompt = page.getByRole("dialog", { name: "Confirm it is you" });
   await expectText(page, "Your account has no password yet", "#reauth");
-  await prompt.getByRole("button", { name: "Cancel" }).click();
-  await prompt.waitFor({ state: "hidden" });
+  // It confirms through the provider instead, and comes back with the window open.
+  await prompt.getByRole("button", { name: `Use ${provider}` }).click();
+  await upstreamLogin(page, newcomer);
+  await expectPath(page, "/account");
+  await expectText(page, `You confirmed it is you with ${provider}`);
+  await page.getByLabel("What it is for").fill("Nightly export");
+  await page.getByRole("button", { name: "Make the key" }).click();
+  await page.locator("#key-made").waitFor({ state: "visible" });
+  assert(!(await prompt.isVisible()), "no second prompt within the window");
   // The guarded applications' cookie came with the callback.
   const cookies = await page.context().cookies(BASE);
   assert(cookies.some((c) => c.name === "gatehouse_session" && c.httpOnly), "the session cookie is set");

@@ -30,6 +30,22 @@ function linkFailure(code, name) {
   }
 }
 
+/** Why a confirmation through a provider did not happen (`?reauth_error=`). */
+function reauthFailure(code, name) {
+  switch (code) {
+    case "not_linked":
+      return `${name} signed in someone else than the identity linked to this account: nothing was confirmed.`;
+    case "not_fresh":
+      return `${name} did not ask you to sign in again, so nothing was confirmed. Please try again.`;
+    case "provider_denied":
+      return `The confirmation was cancelled or refused at ${name}.`;
+    case "provider_unavailable":
+      return `${name} cannot be reached right now. Try again in a moment.`;
+    default:
+      return `${name} could not confirm it is you. Please try again.`;
+  }
+}
+
 function hide(hidden) {
   $("identities").hidden = hidden;
   const entry = document.querySelector('nav.sections a[href="#identities"]')?.parentElement;
@@ -81,12 +97,19 @@ async function loadIdentities() {
 
 async function load() {
   await loadIdentities();
+  if (query.has("reauthenticated")) {
+    showStatus(
+      `You confirmed it is you with ${nameOf(query.get("reauthenticated"))}: this page will not ask again for 5 minutes.`,
+    );
+  } else if (query.has("reauth_error")) {
+    showError(new GatehouseError(reauthFailure(query.get("reauth_error"), nameOf(query.get("provider")))));
+  }
   if (query.has("linked")) {
     showStatus(`${nameOf(query.get("linked"))} is linked: you can sign in with it now.`, $("identity-list"));
   } else if (query.has("link_error")) {
     showError(new GatehouseError(linkFailure(query.get("link_error"), nameOf(query.get("provider")))), {}, $("identity-list"));
   }
-  if (query.has("linked") || query.has("link_error")) {
+  if (["linked", "link_error", "reauthenticated", "reauth_error"].some((k) => query.has(k))) {
     // Said once: a reload of the page should not say it again.
     history.replaceState(null, "", "/account#identities");
     $("identities").scrollIntoView();

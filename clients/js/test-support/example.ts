@@ -119,6 +119,8 @@ async function everythingElse(tokenSet: TokenSet): Promise<void> {
   const identities: LinkedIdentity[] = await gh.listIdentities();
   const linkAt: string = await gh.linkIdentity("acme-sso", "a long passphrase");
   await gh.unlinkIdentity(identities[0]?.providerId ?? "acme-sso");
+  const confirmAt: string = await gh.reauthenticateWithProvider("acme-sso");
+  console.log(confirmAt, me.hasPassword);
   console.log(start, finished, linkAt);
   const viaPasskey: User = await gh.passkeyLogin();
   const invited: User = await gh.acceptInvitation("mailed-token", "a long passphrase");

@@ -121,8 +121,10 @@ impl Federation {
                     }
                 }
                 (FlowPurpose::Reauthenticate, Some((user, session))) => {
-                    let done =
-                        (self.reauthenticate(&config, &upstream, user, session, client)).await;
+                    let started = flow.expires_at - super::FLOW_TTL_MS;
+                    let done = (self
+                        .reauthenticate(&config, &upstream, user, session, started, client))
+                    .await;
                     match done {
                         Ok(()) => {
                             return Landing::Reauthenticated {
@@ -334,12 +336,21 @@ impl Federation {
         upstream: &UpstreamIdentity,
         user_id: Uuid,
         session: Uuid,
+        started_ms: i64,
         client: &ClientInfo,
     ) -> std::result::Result<(), Refused> {
         let db = |e: crate::error::Error| {
             tracing::warn!(error = %e, "a re-authentication through a provider failed");
             (Refusal::Expired, Some(user_id))
         };
+        // The provider was asked to sign the person in again (`prompt=login`, `max_age=0`); its
+        // `auth_time` must say it did, during this flow (a minute's leeway for its clock).
+        let fresh = upstream
+            .auth_time
+            .is_some_and(|t| t.saturating_mul(1000) >= started_ms - 60_000);
+        if !fresh {
+            return Err((Refusal::NotFresh, Some(user_id)));
+        }
         let identity = (self.core.store)
             .federated_identity(&config.id, &upstream.subject)
             .await

@@ -57,6 +57,9 @@ pub enum Refusal {
     AlreadyLinked,
     /// A re-authentication signed in another identity than the one linked to the account.
     NotLinked,
+    /// A re-authentication the provider did not ask for again (no `auth_time`, or an older one
+    /// than the flow): its own session is no proof of who sits at the browser now.
+    NotFresh,
 }
 
 impl Refusal {
@@ -76,6 +79,7 @@ impl Refusal {
             Refusal::IdentityTaken => "identity_taken",
             Refusal::AlreadyLinked => "already_linked",
             Refusal::NotLinked => "not_linked",
+            Refusal::NotFresh => "not_fresh",
         }
     }
 
@@ -200,14 +204,15 @@ impl Federation {
         account: Option<(uuid::Uuid, uuid::Uuid)>,
     ) -> Result<Started> {
         let redirect_uri = self.redirect_uri(provider);
-        let authorization = self
-            .core
-            .providers
-            .authorization(provider, &redirect_uri, login_hint)
-            .map_err(|e| match e {
-                UpstreamError::UnknownProvider => Error::NotFound,
-                _ => Error::ProviderUnavailable,
-            })?;
+        let providers = &self.core.providers;
+        let authorization = match purpose {
+            FlowPurpose::Reauthenticate => providers.fresh_authorization(provider, &redirect_uri),
+            _ => providers.authorization(provider, &redirect_uri, login_hint),
+        };
+        let authorization = authorization.map_err(|e| match e {
+            UpstreamError::UnknownProvider => Error::NotFound,
+            _ => Error::ProviderUnavailable,
+        })?;
         let binding = self.core.secrets.tagged_token(BINDING_SCOPE);
         let binding_hash = sha256(binding.as_bytes());
         let flow = FederationFlow {
@@ -341,6 +346,7 @@ mod tests {
             Refusal::IdentityTaken,
             Refusal::AlreadyLinked,
             Refusal::NotLinked,
+            Refusal::NotFresh,
         ];
         let mut codes: Vec<&str> = all.iter().map(|r| r.code()).collect();
         // Safe in a URL as they are, and each its own.
