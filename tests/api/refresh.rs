@@ -4,7 +4,7 @@ use gatehouse::config::SettingsArgs;
 use serde_json::json;
 
 use crate::helpers::{
-    Backend, TestApp, both_backends, claims, metric, scrape, spawn_app, spawn_app_with,
+    Backend, PASSWORD, TestApp, both_backends, claims, metric, scrape, spawn_app, spawn_app_with,
 };
 
 both_backends!(
@@ -12,6 +12,7 @@ both_backends!(
     a_racing_tab_within_the_grace_window_gets_the_current_tokens,
     concurrent_refreshes_rotate_the_session_once,
     reuse_after_the_grace_window_ends_the_session,
+    refreshes_of_many_sessions_at_once_each_rotate_and_a_replay_among_them_ends_its_session,
     bad_refresh_tokens_are_refused,
 );
 
@@ -121,6 +122,58 @@ async fn reuse_after_the_grace_window_ends_the_session(backend: Backend) {
     assert_eq!(outcome("rotated"), Some(1.0));
     assert_eq!(outcome("reuse_detected"), Some(1.0));
     assert_eq!(outcome("invalid"), Some(1.0), "{text}");
+}
+
+/// Concurrent rotations of different sessions (on SQLite committed together, in one transaction:
+/// `store::sqlite::rotate`) each succeed, and a replay racing with them still ends its session.
+async fn refreshes_of_many_sessions_at_once_each_rotate_and_a_replay_among_them_ends_its_session(
+    backend: Backend,
+) {
+    let app = spawn_app_with(
+        backend,
+        SettingsArgs {
+            refresh_reuse_grace: Some("1s".into()),
+            ..Default::default()
+        },
+    )
+    .await;
+    let mut tokens = vec![app.logged_in_user("zed@example.com").await.1];
+    for _ in 1..24 {
+        let login = app.login("zed@example.com", PASSWORD).await;
+        tokens.push(login.data(200)["refreshToken"].as_str().unwrap().to_owned());
+    }
+    let (victim_access, stolen) = app.logged_in_user("zoe@example.com").await;
+    let current = refresh(&app, &stolen).await.data(200)["refreshToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    app.clock().advance(std::time::Duration::from_millis(1200));
+    let replay = refresh(&app, &stolen);
+    let (replayed, answers) = tokio::join!(
+        replay,
+        futures::future::join_all(tokens.iter().map(|t| refresh(&app, t)))
+    );
+    replayed.error(401, "REFRESH_TOKEN_INVALID");
+    let mut issued = HashSet::new();
+    for (answer, token) in answers.iter().zip(&tokens) {
+        let next = answer.data(200)["refreshToken"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert_ne!(&next, token);
+        issued.insert(next);
+    }
+    assert_eq!(issued.len(), tokens.len(), "one new token per session");
+    // Each new token is its session's current one; the replayed session is over for everyone.
+    for next in &issued {
+        refresh(&app, next).await.data(200);
+    }
+    refresh(&app, &current)
+        .await
+        .error(401, "REFRESH_TOKEN_INVALID");
+    app.get("/api/v1/auth/me", &victim_access)
+        .await
+        .error(401, "TOKEN_INVALID");
 }
 
 async fn bad_refresh_tokens_are_refused(backend: Backend) {

@@ -12,8 +12,7 @@ use crate::model::{RefreshRecord, Session, User};
 use crate::store::audit::{INSERT_EVENT, NewEvent};
 use crate::store::contacts::ContactRow;
 use crate::store::sessions::{
-    INSERT_REFRESH, INSERT_SESSION_SQLITE, NewSession, RECORD_LOGIN, ROTATE_SQLITE_STEPS,
-    RefreshRow, SessionRow,
+    INSERT_REFRESH, INSERT_SESSION_SQLITE, NewSession, RECORD_LOGIN, RefreshRow, SessionRow,
 };
 use crate::store::users::UserRow;
 
@@ -91,31 +90,6 @@ impl Lite {
             one(conn, sql, &[org.as_bytes(), user.as_bytes()], |row| {
                 row.get(0)
             })
-        })
-        .await
-    }
-
-    /// `Store::rotate_refresh`: the three statements of `ROTATE_SQLITE_STEPS` in one IMMEDIATE
-    /// transaction, in this side's write turn, so nothing else writes between them.
-    pub(crate) async fn rotate_refresh(
-        &self,
-        jti: Uuid,
-        next: &RefreshRecord,
-    ) -> Result<Option<Session>> {
-        let (next_jti, issued_at, expires_at) = (next.jti, next.issued_at, next.expires_at);
-        self.write(move |conn| {
-            let args: [&dyn rusqlite::ToSql; 4] =
-                [jti.as_bytes(), &issued_at, next_jti.as_bytes(), &expires_at];
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let [consume, insert, touch] = ROTATE_SQLITE_STEPS;
-            if execute(&tx, consume, &args)? != 1 {
-                // Not current: nothing was written (dropping `tx` rolls back).
-                return Ok(None);
-            }
-            execute(&tx, insert, &args)?;
-            let session = one(&tx, touch, &args, session)?;
-            tx.commit()?;
-            Ok(session.map(Session::from))
         })
         .await
     }
@@ -209,7 +183,7 @@ impl Lite {
 }
 
 /// The first row of `sql` with `args`, read by `read`.
-fn one<T>(
+pub(super) fn one<T>(
     conn: &Connection,
     sql: &str,
     args: &[&dyn rusqlite::ToSql],
@@ -222,7 +196,11 @@ fn one<T>(
 }
 
 /// Runs a statement that returns no rows; the number of rows it changed.
-fn execute(conn: &Connection, sql: &str, args: &[&dyn rusqlite::ToSql]) -> rusqlite::Result<usize> {
+pub(super) fn execute(
+    conn: &Connection,
+    sql: &str,
+    args: &[&dyn rusqlite::ToSql],
+) -> rusqlite::Result<usize> {
     let mut stmt = conn.prepare_cached(sql)?;
     bind(&mut stmt, args)?;
     stmt.raw_execute()
@@ -244,7 +222,7 @@ fn contact(row: &Row<'_>) -> rusqlite::Result<ContactRow> {
     })
 }
 
-fn session(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
+pub(super) fn session(row: &Row<'_>) -> rusqlite::Result<SessionRow> {
     Ok(SessionRow {
         id: uuid(row, 0)?,
         user_id: uuid(row, 1)?,

@@ -18,7 +18,8 @@
 //! Writes queue (`Writer`): SQLite has one writer at a time, and a writer that finds the database
 //! locked sleeps in growing steps in its busy handler (a 90 ms p99 on refresh, BENCHMARKS.md).
 //! Every writer of this process, whichever driver, waits its turn on one fair lock instead; the
-//! holder of the turn runs its statements inline and gives it up as soon as they are done.
+//! holder of the turn runs its statements inline and gives it up as soon as they are done. Refresh
+//! rotations that queue meanwhile are committed together by the next holder (`rotate`).
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -31,6 +32,7 @@ use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncGuard};
 use crate::error::{Error, Result};
 
 mod hot;
+mod rotate;
 
 /// How long a statement waits for a lock held by another process (a `gatehouse` command run
 /// beside the server): this process's own writers never meet one, as they queue.
@@ -56,6 +58,8 @@ struct Inner {
     /// The turn to write, with the connection this side writes on (opened on first use). sqlx's
     /// write connection takes the same turn (`Writer::turn`) before it writes.
     writer: AsyncMutex<Option<Connection>>,
+    /// Refresh rotations waiting for a holder of the turn to run them (`rotate`).
+    rotations: Mutex<Vec<rotate::Rotation>>,
     closed: AtomicBool,
 }
 
@@ -71,6 +75,7 @@ impl Lite {
                 path: path.to_owned(),
                 readers: Mutex::new(Vec::new()),
                 writer: AsyncMutex::new(None),
+                rotations: Mutex::new(Vec::new()),
                 closed: AtomicBool::new(false),
             }),
         }
@@ -116,12 +121,7 @@ impl Lite {
         write: impl FnOnce(&mut Connection) -> rusqlite::Result<T>,
     ) -> Result<T> {
         let mut turn = self.turn().await?;
-        if turn.is_none() {
-            *turn = Some(open(&self.inner.path, false).map_err(error)?);
-        }
-        let Some(conn) = turn.as_mut() else {
-            unreachable!("opened just above")
-        };
+        let conn = Lite::connection(&mut turn, &self.inner.path)?;
         let result = write(conn);
         if result.is_err() && !conn.is_autocommit() {
             // A statement failed inside a transaction the closure opened (it returned early with
@@ -129,6 +129,17 @@ impl Lite {
             let _ = conn.execute_batch("ROLLBACK");
         }
         result.map_err(error)
+    }
+
+    /// The write connection of `turn`, opened on first use.
+    fn connection<'t>(turn: &'t mut Option<Connection>, path: &Path) -> Result<&'t mut Connection> {
+        if turn.is_none() {
+            *turn = Some(open(path, false).map_err(error)?);
+        }
+        let Some(conn) = turn.as_mut() else {
+            unreachable!("opened just above")
+        };
+        Ok(conn)
     }
 
     /// Closes every connection; later calls fail as `Unavailable`.
@@ -197,14 +208,26 @@ pub(super) fn uuid_opt(
 /// The driver's error as the service's (as `store::db_error` for sqlx): a database that cannot
 /// be opened or stays locked by another process is away (503); anything else is a bug (500).
 fn error(error: rusqlite::Error) -> Error {
+    let unavailable = unavailable(&error);
+    classify(unavailable, error.into())
+}
+
+/// Whether `error` means the database is away (see `error`).
+fn unavailable(error: &rusqlite::Error) -> bool {
     use rusqlite::ErrorCode::{
         CannotOpen, DatabaseBusy, DatabaseLocked, DiskFull, SystemIoFailure,
     };
-    match error.sqlite_error_code() {
-        Some(CannotOpen | DatabaseBusy | DatabaseLocked | SystemIoFailure | DiskFull) => {
-            Error::Unavailable(error.into())
-        }
-        _ => Error::Internal(error.into()),
+    matches!(
+        error.sqlite_error_code(),
+        Some(CannotOpen | DatabaseBusy | DatabaseLocked | SystemIoFailure | DiskFull)
+    )
+}
+
+fn classify(unavailable: bool, cause: anyhow::Error) -> Error {
+    if unavailable {
+        Error::Unavailable(cause)
+    } else {
+        Error::Internal(cause)
     }
 }
 
