@@ -53,8 +53,10 @@ UNIT=$(dpkg -L gatehouse | grep '/gatehouse.service$')
 echo "unit: $UNIT"
 systemd-analyze verify "$UNIT" && echo "systemd-analyze verify: no complaint"
 
-step "the operator's settings: the port, in /etc/default/gatehouse"
-echo "GATEHOUSE_LISTEN=127.0.0.1:$PORT" > /etc/default/gatehouse
+step "the operator's settings: the port and the public URL, in /etc/default/gatehouse"
+# The public URL is the address people open; the OpenID provider's issuer defaults to it (without
+# one the provider is off and the start says so: docs/guide/oidc.md, "Turning it on").
+printf 'GATEHOUSE_LISTEN=127.0.0.1:%s\nGATEHOUSE_PUBLIC_URL=%s\n' "$PORT" "$URL" > /etc/default/gatehouse
 chmod 600 /etc/default/gatehouse
 
 # The unit's own values, as the installed file has them.
