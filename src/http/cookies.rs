@@ -16,20 +16,36 @@ pub fn clear_cookie(settings: &BrowserSettings) -> HeaderValue {
 }
 
 fn attributes(settings: &BrowserSettings, value: &str, max_age: i64) -> HeaderValue {
-    let mut text = format!(
-        "{}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax",
-        settings.cookie_name
-    );
-    if settings.cookie_secure {
+    let domain = settings.cookie_domain.as_deref();
+    header(
+        &settings.cookie_name,
+        value,
+        max_age,
+        settings.cookie_secure,
+        domain,
+    )
+}
+
+/// `Set-Cookie` for one of the service's cookies: `Path=/`, `HttpOnly`, `SameSite=Lax`, `Secure`
+/// when the public URL is https, `Domain` when given.
+fn header(
+    name: &str,
+    value: &str,
+    max_age: i64,
+    secure: bool,
+    domain: Option<&str>,
+) -> HeaderValue {
+    let mut text = format!("{name}={value}; Path=/; Max-Age={max_age}; HttpOnly; SameSite=Lax");
+    if secure {
         text.push_str("; Secure");
     }
-    if let Some(domain) = &settings.cookie_domain {
+    if let Some(domain) = domain {
         text.push_str("; Domain=");
         text.push_str(domain);
     }
-    // The name and domain were checked when the settings were read, the value is base64url.
-    HeaderValue::from_str(&text)
-        .unwrap_or(HeaderValue::from_static("gatehouse_session=; Max-Age=0"))
+    // The name and domain were checked when the settings were read, the value is base64url (a
+    // tagged token) or empty: a failure here is no cookie, which clears nothing and sets nothing.
+    HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static("gatehouse=; Max-Age=0"))
 }
 
 /// The cookie that binds a sign-in or link through another identity provider to the browser that
@@ -39,17 +55,13 @@ pub const FEDERATION_COOKIE: &str = "gatehouse_federation";
 /// `Set-Cookie` for the federation cookie (`max_age` seconds; 0 clears it). Host-only (no
 /// `Domain`): no sibling application under the cookie domain ever sees it.
 pub fn federation_cookie(settings: &BrowserSettings, value: &str, max_age: i64) -> HeaderValue {
-    let mut text = format!(
-        "{FEDERATION_COOKIE}={value}; Path=/; Max-Age={}; HttpOnly; SameSite=Lax",
-        max_age.max(0)
-    );
-    if settings.cookie_secure {
-        text.push_str("; Secure");
-    }
-    // The value is base64url (a tagged token) or empty.
-    HeaderValue::from_str(&text).unwrap_or(HeaderValue::from_static(
-        "gatehouse_federation=; Path=/; Max-Age=0",
-    ))
+    header(
+        FEDERATION_COOKIE,
+        value,
+        max_age.max(0),
+        settings.cookie_secure,
+        None,
+    )
 }
 
 /// Every value the request's `Cookie` headers give the cookie named `name`, in order (a sibling

@@ -89,6 +89,23 @@ pub enum NewAccount {
 
 /// In `$tx`: makes `$user` a `member` of `$org` unless a member already; evaluates to whether
 /// it joined. The account's `updated_at` moves with it, as every membership change's does.
+/// Inserts the identity `$i` in the transaction `$tx` (either driver's); whether it was new.
+macro_rules! insert_identity {
+    ($tx:ident, $i:expr) => {
+        sqlx::query(INSERT_IDENTITY)
+            .bind(&$i.provider_id)
+            .bind(&$i.subject)
+            .bind($i.user_id)
+            .bind(&$i.email)
+            .bind($i.linked_at)
+            .bind($i.last_used_at)
+            .execute(&mut *$tx)
+            .await?
+            .rows_affected()
+            == 1
+    };
+}
+
 macro_rules! join_as_member {
     ($tx:ident, $org:expr, $user:expr, $now:expr) => {{
         let joined = match $org {
@@ -242,17 +259,7 @@ impl Store {
         let i = identity;
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
-            let inserted = sqlx::query(INSERT_IDENTITY)
-                .bind(&i.provider_id)
-                .bind(&i.subject)
-                .bind(i.user_id)
-                .bind(&i.email)
-                .bind(i.linked_at)
-                .bind(i.last_used_at)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                == 1;
+            let inserted = insert_identity!(tx, i);
             if !inserted {
                 // Either key was taken: the identity (by this account or another), or this
                 // account's place at the provider.
@@ -305,17 +312,8 @@ impl Store {
             if !made {
                 return Ok(NewAccount::AddressTaken);
             }
-            let linked = sqlx::query(INSERT_IDENTITY)
-                .bind(&i.provider_id)
-                .bind(&i.subject)
-                .bind(user.id)
-                .bind(&i.email)
-                .bind(i.linked_at)
-                .bind(i.last_used_at)
-                .execute(&mut *tx)
-                .await?
-                .rows_affected()
-                == 1;
+            debug_assert_eq!(i.user_id, user.id);
+            let linked = insert_identity!(tx, i);
             if !linked {
                 // Rolled back (dropped): the account goes with it.
                 return Ok(NewAccount::IdentityTaken);

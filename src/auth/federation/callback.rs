@@ -259,14 +259,7 @@ impl Federation {
             // Signed out since the link began: whoever is at the browser now did not ask for it.
             return Err((Refusal::Expired, Some(user_id)));
         }
-        let user = (self.core.store)
-            .user_by_id(user_id)
-            .await
-            .map_err(db)?
-            .ok_or((Refusal::Expired, None))?;
-        if user.disabled {
-            return Err((Refusal::AccountDisabled, Some(user_id)));
-        }
+        let user = self.enabled_user(user_id).await?;
         self.attach(config, upstream, &user, Some(session), client)
             .await
     }
@@ -360,14 +353,7 @@ impl Federation {
             // session's holder.
             return Err((Refusal::NotLinked, Some(user_id)));
         }
-        let user = (self.core.store)
-            .user_by_id(user_id)
-            .await
-            .map_err(db)?
-            .ok_or((Refusal::Expired, None))?;
-        if user.disabled {
-            return Err((Refusal::AccountDisabled, Some(user_id)));
-        }
+        self.enabled_user(user_id).await?;
         let subject = Subject::user(user_id).in_session(session).from(client);
         self.core
             .open_reauth_window_for(session, user_id, AMR_FEDERATED, subject)
@@ -375,6 +361,22 @@ impl Federation {
             // Revoked on the way: the window is the session's, and there is none.
             .map_err(|_| (Refusal::Expired, Some(user_id)))?;
         Ok(())
+    }
+
+    /// The account a flow or a linked identity names, unless it is gone (`expired`) or disabled.
+    pub(super) async fn enabled_user(&self, user_id: Uuid) -> std::result::Result<User, Refused> {
+        let user = (self.core.store)
+            .user_by_id(user_id)
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "the account of a federated flow could not be read");
+                (Refusal::Expired, Some(user_id))
+            })?
+            .ok_or((Refusal::Expired, None))?;
+        if user.disabled {
+            return Err((Refusal::AccountDisabled, Some(user_id)));
+        }
+        Ok(user)
     }
 
     /// The provider's organisation, if it names one that exists (checked at start; deleted

@@ -42,14 +42,7 @@ impl Federation {
             .await
             .map_err(db)?;
         if let Some(identity) = linked {
-            let user = (self.core.store)
-                .user_by_id(identity.user_id)
-                .await
-                .map_err(db)?
-                .ok_or((Refusal::Expired, None))?;
-            if user.disabled {
-                return Err((Refusal::AccountDisabled, Some(user.id)));
-            }
+            let user = self.enabled_user(identity.user_id).await?;
             if self.core.require_verified(&user).is_err() {
                 return Err((Refusal::EmailNotVerified, Some(user.id)));
             }

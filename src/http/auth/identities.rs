@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use super::login::LoginAnswer;
 use super::password_or_window;
-use crate::auth::federation::IdentityView;
+use crate::auth::federation::{IdentityView, Started};
 use crate::clock::rfc3339;
 use crate::error::{Conflict, Error, Result, Validator};
 use crate::http::cookies::{FEDERATION_COOKIE, cookie_values, federation_cookie};
@@ -217,11 +217,7 @@ async fn start_link(
         .federation
         .start_link(&who, &provider, password_or_window(body.password), &client)
         .await?;
-    let cookie = federation_cookie(&state.browser, &started.binding, FLOW_COOKIE_SECONDS);
-    let answer = ok(LinkStarted {
-        redirect_to: started.location,
-    });
-    Ok(([(header::SET_COOKIE, cookie)], answer).into_response())
+    Ok(flow_started(&state, started))
 }
 
 #[derive(Serialize, ToSchema)]
@@ -308,9 +304,14 @@ async fn reauthenticate(
         .federation
         .start_reauthentication(&who, &provider, &client)
         .await?;
+    Ok(flow_started(&state, started))
+}
+
+/// `{redirectTo}` with the cookie that binds the flow begun to this browser.
+fn flow_started(state: &AppState, started: Started) -> Response {
     let cookie = federation_cookie(&state.browser, &started.binding, FLOW_COOKIE_SECONDS);
     let answer = ok(LinkStarted {
         redirect_to: started.location,
     });
-    Ok(([(header::SET_COOKIE, cookie)], answer).into_response())
+    ([(header::SET_COOKIE, cookie)], answer).into_response()
 }
