@@ -14,7 +14,9 @@ use url::Url;
 use crate::federation_flow::{footprint, wait_available};
 use crate::federation_idp::browse::Landing;
 use crate::federation_idp::hostile::{HOSTILE_CLIENT_ID, HOSTILE_CLIENT_SECRET};
-use crate::federation_idp::{Browser, HostileIdp, Scenario, Upstream, UpstreamClient};
+use crate::federation_idp::{
+    Browser, HostileIdp, Scenario, Upstream, UpstreamClient, write_providers_file,
+};
 use crate::helpers::{Backend, TestApp, both_backends, claims, free_port, spawn_app_with};
 
 both_backends!(
@@ -225,22 +227,19 @@ async fn oidc_provider_signs_a_person_up_and_in(backend: Backend) {
         .await;
     // The app's address is the port the client was registered with.
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("providers.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[[provider]]\nid = \"panva\"\nname = \"Panva\"\nissuer = \"{}\"\n\
-             client_id = \"{}\"\nclient_secret = \"{}\"\nsignup = true\n",
-            upstream.issuer, client.client_id, client.client_secret
-        ),
-    )
-    .unwrap();
+    let path = write_providers_file(
+        &dir,
+        ("panva", "Panva"),
+        &upstream.issuer,
+        &client,
+        "signup = true",
+    );
     let app = spawn_app_with(
         backend,
         SettingsArgs {
             listen: Some(format!("127.0.0.1:{port}")),
             public_url: Some(format!("http://127.0.0.1:{port}")),
-            identity_providers: Some(path.to_str().unwrap().into()),
+            identity_providers: Some(path),
             ..SettingsArgs::default()
         },
     )

@@ -48,6 +48,25 @@ pub fn provider_config(id: &str, issuer: &str, client: &UpstreamClient) -> Provi
     }
 }
 
+/// Writes a providers file into `dir` with one provider for `client` at `issuer`, over the lines
+/// `extra` (`signup = true`, `domains = […]`); its path, for `identity_providers`.
+pub fn write_providers_file(
+    dir: &tempfile::TempDir,
+    (id, name): (&str, &str),
+    issuer: &str,
+    client: &UpstreamClient,
+    extra: &str,
+) -> String {
+    let path = dir.path().join("providers.toml");
+    let text = format!(
+        "[[provider]]\nid = \"{id}\"\nname = \"{name}\"\nissuer = \"{issuer}\"\n\
+         client_id = \"{}\"\nclient_secret = \"{}\"\n{extra}\n",
+        client.client_id, client.client_secret
+    );
+    std::fs::write(&path, text).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
 /// oidc-provider on a loopback port, killed when dropped.
 pub struct Upstream {
     pub issuer: String,

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::{BROWSER_DIR, CHROMIUM, browser_ready, node};
 use crate::federation_flow::wait_available;
-use crate::federation_idp::{Upstream, UpstreamClient};
+use crate::federation_idp::{Upstream, UpstreamClient, write_providers_file};
 use crate::helpers::{Backend, PASSWORD, both_backends, free_port, spawn_app_with};
 
 both_backends!(a_provider_signs_people_in_and_links_from_the_account_page);
@@ -48,23 +48,21 @@ async fn a_provider_signs_people_in_and_links_from_the_account_page(backend: Bac
         )
         .await;
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("providers.toml");
-    std::fs::write(
-        &file,
-        format!(
-            "[[provider]]\nid = \"upstream\"\nname = \"{PROVIDER}\"\nissuer = \"{}\"\n\
-             client_id = \"{}\"\nclient_secret = \"{}\"\ndomains = [\"acme.test\"]\nsignup = true\n",
-            upstream.issuer, client.client_id, client.client_secret
-        ),
-    )
-    .unwrap();
+    let extra = "domains = [\"acme.test\"]\nsignup = true";
+    let file = write_providers_file(
+        &dir,
+        ("upstream", PROVIDER),
+        &upstream.issuer,
+        &client,
+        extra,
+    );
     let app = spawn_app_with(
         backend,
         SettingsArgs {
             listen: Some(format!("127.0.0.1:{port}")),
             public_url: Some(url.clone()),
             allowed_return_urls: Some(url.clone()),
-            identity_providers: Some(file.to_str().unwrap().into()),
+            identity_providers: Some(file),
             ..SettingsArgs::default()
         },
     )
