@@ -67,6 +67,9 @@ pub fn write_providers_file(
     path.to_str().unwrap().to_owned()
 }
 
+/// How long a start of upstream-idp.mjs may take to print its line (it takes well under a second).
+const START_WAIT: std::time::Duration = std::time::Duration::from_secs(20);
+
 /// oidc-provider on a loopback port, killed when dropped.
 pub struct Upstream {
     pub issuer: String,
@@ -94,32 +97,50 @@ impl Upstream {
         if !node_ready() || !packages_ready(&["oidc-provider"]) {
             return None;
         }
-        let port = crate::helpers::free_port();
-        let stderr = tempfile::NamedTempFile::new().unwrap();
-        let mut child = Command::new("node")
-            .arg("upstream-idp.mjs")
-            .current_dir(BROWSER_DIR)
-            .env("PORT", port.to_string())
-            .env("CLIENTS", serde_json::to_string(clients).unwrap())
-            .env("ID_TOKEN_CLAIMS", if id_token_claims { "1" } else { "0" })
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(stderr.reopen().unwrap())
-            .spawn()
-            .expect("node runs");
-        let stdout = child.stdout.take().unwrap();
-        // The line it prints once it listens; an empty read means it died first. The rest is
-        // drained: oidc-provider prints notices, and a write to a closed pipe would kill it.
-        let line = tokio::task::spawn_blocking(move || {
-            let mut reader = std::io::BufReader::new(stdout);
-            let mut line = String::new();
-            let read = reader.read_line(&mut line).map(|_| line);
-            std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
-            read
-        })
-        .await
-        .unwrap()
-        .unwrap_or_default();
+        // Node has been seen (1 run in ~20, on a loaded machine) to stall before it listens, with
+        // no error: a start that prints nothing within START_WAIT is killed and made again, so
+        // the test fails with what it printed rather than hanging the suite.
+        let mut attempt = 0;
+        let (child, line, stderr) = loop {
+            attempt += 1;
+            let port = crate::helpers::free_port();
+            let stderr = tempfile::NamedTempFile::new().unwrap();
+            let mut child = Command::new("node")
+                .arg("upstream-idp.mjs")
+                .current_dir(BROWSER_DIR)
+                .env("PORT", port.to_string())
+                .env("CLIENTS", serde_json::to_string(clients).unwrap())
+                .env("ID_TOKEN_CLAIMS", if id_token_claims { "1" } else { "0" })
+                .stdin(Stdio::null())
+                .stdout(Stdio::piped())
+                .stderr(stderr.reopen().unwrap())
+                .spawn()
+                .expect("node runs");
+            let stdout = child.stdout.take().unwrap();
+            // The line it prints once it listens; an empty read means it died first. The rest is
+            // drained: oidc-provider prints notices, and a write to a closed pipe would kill it.
+            let reading = tokio::task::spawn_blocking(move || {
+                let mut reader = std::io::BufReader::new(stdout);
+                let mut line = String::new();
+                let read = reader.read_line(&mut line).map(|_| line);
+                std::thread::spawn(move || std::io::copy(&mut reader, &mut std::io::sink()));
+                read
+            });
+            match tokio::time::timeout(START_WAIT, reading).await {
+                Ok(read) => break (child, read.unwrap().unwrap_or_default(), stderr),
+                Err(_) if attempt < 3 => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                }
+                Err(_) => {
+                    let _ = child.kill();
+                    panic!(
+                        "upstream-idp.mjs printed nothing in {START_WAIT:?}, {attempt} times:\n{}",
+                        std::fs::read_to_string(stderr.path()).unwrap_or_default()
+                    );
+                }
+            }
+        };
         let printed: Value = serde_json::from_str(line.trim()).unwrap_or_else(|_| {
             panic!(
                 "upstream-idp.mjs did not start: {line:?}\n{}",
