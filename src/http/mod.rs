@@ -44,9 +44,14 @@ pub use metrics::metrics_router;
 /// Largest request body accepted (docs/api.md §1).
 pub const BODY_LIMIT: usize = 64 * 1024;
 
-/// What every handler reaches: the services, and the settings of the HTTP edge.
+/// What every handler reaches: the services, and the settings of the HTTP edge (`Edge`, through
+/// `Deref`). One `Arc`, because axum clones the state for every handler and middleware of every
+/// request: as a struct of ten `Arc`s, those clones and their drops (ten atomic counters each,
+/// shared by every worker thread) were 9 % of the contact list's profile (BENCHMARKS.md).
 #[derive(Clone)]
-pub struct AppState {
+pub struct AppState(Arc<Edge>);
+
+pub struct Edge {
     services: Arc<Services>,
     trusted_proxies: Arc<[IpNet]>,
     /// A request's whole body must arrive within this.
@@ -70,7 +75,7 @@ pub struct AppState {
 
 impl AppState {
     pub fn new(services: Arc<Services>, settings: &Settings) -> anyhow::Result<Self> {
-        Ok(AppState {
+        Ok(AppState(Arc::new(Edge {
             services,
             trusted_proxies: settings.trusted_proxies.clone().into(),
             body_timeout: settings.body_timeout,
@@ -85,7 +90,7 @@ impl AppState {
             provider_issuer: settings.provider_issuer().map(Arc::from),
             pages: Arc::new(pages::Pages::new(settings)?),
             browser: Arc::new(settings.browser.clone()),
-        })
+        })))
     }
 
     /// The issuer, when the OpenID provider is on (docs/api.md §11): its endpoints answer 404
@@ -107,6 +112,13 @@ impl AppState {
 }
 
 impl std::ops::Deref for AppState {
+    type Target = Edge;
+    fn deref(&self) -> &Edge {
+        &self.0
+    }
+}
+
+impl std::ops::Deref for Edge {
     type Target = Services;
     fn deref(&self) -> &Services {
         &self.services
