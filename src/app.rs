@@ -244,21 +244,15 @@ fn spawn_background(services: &Arc<Services>) -> Vec<tokio::task::JoinHandle<()>
     });
     tracing::info!("mail goes to {}", services.transport.describe());
     let delivery = tokio::spawn(services.delivery().run());
-    let mut tasks = vec![
+    vec![
         reload,
         revocations,
         activity,
         checkpoint,
         housekeeping,
         delivery,
-    ];
-    match services.backchannel() {
-        Ok(worker) => tasks.push(tokio::spawn(worker.run())),
-        Err(error) => {
-            tracing::error!(error = %error, "back-channel logout is off: cannot make its HTTP client")
-        }
-    }
-    tasks
+        tokio::spawn(services.backchannel().run()),
+    ]
 }
 
 /// Runs `job` every `period`, the first time one period from now; a slow run delays the next

@@ -10,7 +10,7 @@
 //! call that ended a session never waits for a client.
 
 use std::net::IpAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -75,7 +75,9 @@ pub struct Backchannel {
     keyring: Arc<Keyring>,
     metrics: Arc<Metrics>,
     issuer: String,
-    http: reqwest::Client,
+    /// Built at the first notice: a client loads the system's root certificates into OpenSSL
+    /// (about 1 MiB), which an instance without back-channel clients never needs.
+    http: OnceLock<reqwest::Client>,
 }
 
 impl Backchannel {
@@ -85,22 +87,30 @@ impl Backchannel {
         keyring: Arc<Keyring>,
         metrics: Arc<Metrics>,
         issuer: String,
-    ) -> anyhow::Result<Backchannel> {
+    ) -> Backchannel {
+        Backchannel {
+            store,
+            clock,
+            keyring,
+            metrics,
+            issuer,
+            http: OnceLock::new(),
+        }
+    }
+
+    fn http(&self) -> Result<&reqwest::Client, Failure> {
+        if let Some(http) = self.http.get() {
+            return Ok(http);
+        }
         let http = reqwest::Client::builder()
             // A redirect could take the token (and the worker) anywhere: the registered URI only.
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(CONNECT_TIMEOUT)
             .timeout(REQUEST_TIMEOUT)
             .user_agent("Gatehouse back-channel logout")
-            .build()?;
-        Ok(Backchannel {
-            store,
-            clock,
-            keyring,
-            metrics,
-            issuer,
-            http,
-        })
+            .build()
+            .map_err(|e| Failure::Retry(format!("cannot make the HTTP client: {e}")))?;
+        Ok(self.http.get_or_init(|| http))
     }
 
     /// Delivers until the task is aborted.
@@ -191,7 +201,7 @@ impl Backchannel {
             .finish();
         // The body of the answer is never read: a client's answer cannot fill this memory.
         let answer = self
-            .http
+            .http()?
             .post(uri)
             .header(
                 reqwest::header::CONTENT_TYPE,

@@ -17,7 +17,7 @@
 //! loopback addresses, and nothing else.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
@@ -41,39 +41,33 @@ pub struct Fetched {
 
 /// Fetches documents, safely.
 pub struct Fetcher {
-    client: Option<reqwest::Client>,
+    /// Built at the first fetch: a client loads the system's root certificates into OpenSSL
+    /// (about 1 MiB), which an instance whose clients never use metadata documents never needs.
+    client: OnceLock<Option<reqwest::Client>>,
     insecure_loopback: bool,
     in_flight: Semaphore,
 }
 
 impl Fetcher {
     pub fn new(insecure_loopback: bool) -> Fetcher {
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .timeout(FETCH_TIMEOUT)
-            .connect_timeout(FETCH_TIMEOUT)
-            .user_agent(concat!("Gatehouse/", env!("CARGO_PKG_VERSION")))
-            .dns_resolver(Arc::new(PublicOnly { insecure_loopback }))
-            .build();
-        let client = match client {
-            Ok(client) => Some(client),
-            Err(error) => {
-                tracing::error!(error = %error, "the HTTP client for metadata documents cannot be built");
-                None
-            }
-        };
         Fetcher {
-            client,
+            client: OnceLock::new(),
             insecure_loopback,
             in_flight: Semaphore::new(IN_FLIGHT),
         }
     }
 
+    fn client(&self) -> Option<&reqwest::Client> {
+        let insecure_loopback = self.insecure_loopback;
+        self.client
+            .get_or_init(|| build_client(insecure_loopback))
+            .as_ref()
+    }
+
     /// The document at `url`, or why not, in words a developer can act on.
     pub async fn fetch(&self, url: &Url) -> Result<Fetched, String> {
         self.check_url(url)?;
-        let Some(client) = &self.client else {
+        let Some(client) = self.client() else {
             return Err("documents cannot be fetched now".into());
         };
         let Ok(_permit) = self.in_flight.try_acquire() else {
@@ -116,6 +110,25 @@ impl Fetcher {
             }
         }
         Ok(())
+    }
+}
+
+/// The client of `Fetcher`: no redirects, no proxy, bounded in time, public addresses only.
+fn build_client(insecure_loopback: bool) -> Option<reqwest::Client> {
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .timeout(FETCH_TIMEOUT)
+        .connect_timeout(FETCH_TIMEOUT)
+        .user_agent(concat!("Gatehouse/", env!("CARGO_PKG_VERSION")))
+        .dns_resolver(Arc::new(PublicOnly { insecure_loopback }))
+        .build();
+    match client {
+        Ok(client) => Some(client),
+        Err(error) => {
+            tracing::error!(error = %error, "the HTTP client for metadata documents cannot be built");
+            None
+        }
     }
 }
 

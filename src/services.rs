@@ -357,7 +357,7 @@ impl Services {
     }
 
     /// The back-channel logout worker over these services.
-    pub fn backchannel(&self) -> anyhow::Result<crate::backchannel::Backchannel> {
+    pub fn backchannel(&self) -> crate::backchannel::Backchannel {
         crate::backchannel::Backchannel::new(
             self.store.clone(),
             self.clock.clone(),
