@@ -112,6 +112,7 @@ pub struct Metrics {
     pub revocations: Family<Reason, Counter>,
     pub hash_queue: Gauge,
     pub hash_wait: Histogram,
+    pub hash_memory: Gauge,
     pub db_connections: Family<PoolState, Gauge>,
     pub mail_queued: Family<MailLabels, Counter>,
     pub mail_sent: Family<MailLabels, Counter>,
@@ -198,6 +199,12 @@ impl Metrics {
                 "password_hash_wait_seconds",
                 "Time a password hash waited for a core",
                 Histogram::new(latency_buckets()),
+            ),
+            hash_memory: add(
+                &mut registry,
+                "password_hash_memory_bytes",
+                "Argon2 work memory held by the password-hashing threads",
+                Gauge::default(),
             ),
             db_connections: add(
                 &mut registry,

@@ -73,16 +73,22 @@ const QUEUE_PER_CORE: usize = 16;
 /// A hash job, run on one of the hashing threads with that thread's Argon2 work memory.
 type Job = Box<dyn FnOnce(&mut Vec<Block>) + Send>;
 
+/// How long a hashing thread keeps its work memory without a hash to do. Long enough that steady
+/// sign-ins never pay for fresh pages; the first hash after a quiet spell pays ~19 MiB of page
+/// faults (a few milliseconds).
+const IDLE_RELEASE: std::time::Duration = std::time::Duration::from_secs(30);
+
 /// Runs hashes on threads of their own, one per core, each keeping its 19 MiB of Argon2 work
 /// memory from one hash to the next. Hand-written rather than `spawn_blocking`: there, each hash
 /// allocated its memory afresh on whichever of the blocking pool's threads it landed, and the
 /// allocator kept an arena per thread, so a login flood grew the process past 500 MiB (measured
 /// with `bench/suite.sh`); here the hashing memory is fixed at cores × 19 MiB, and no hash pays
-/// for mapping and zeroing fresh pages. Callers wait for a thread without holding one, up to a
-/// bound past which they are shed.
+/// for mapping and zeroing fresh pages. A thread without work for `IDLE_RELEASE` gives its
+/// memory back to the system (the process returns to its idle size after a burst of logins).
+/// Callers wait for a thread without holding one, up to a bound past which they are shed.
 #[derive(Clone)]
 pub struct PasswordHasher {
-    jobs: std::sync::mpsc::Sender<Job>,
+    jobs: flume::Sender<Job>,
     /// Hashes running or waiting, bounded.
     admitted: Arc<Semaphore>,
     /// Registrations' hashes running or waiting, bounded well below `admitted`: a registration
@@ -93,32 +99,43 @@ pub struct PasswordHasher {
 
 impl PasswordHasher {
     pub fn new(metrics: Arc<Metrics>) -> Self {
+        Self::start(metrics, IDLE_RELEASE)
+    }
+
+    /// The hashing threads, each giving its memory back after `idle` without work.
+    fn start(metrics: Arc<Metrics>, idle: std::time::Duration) -> Self {
         let cores = std::thread::available_parallelism()
             .map(|n| n.get())
             .unwrap_or(2);
-        let (jobs, queue) = std::sync::mpsc::channel::<Job>();
-        let queue = Arc::new(std::sync::Mutex::new(queue));
+        let (jobs, queue) = flume::unbounded::<Job>();
         for i in 0..cores {
             let queue = queue.clone();
+            let held = metrics.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("gatehouse-hash-{i}"))
                 .spawn(move || {
                     let mut memory = Vec::new();
+                    // Whether a hash ran since the memory was last given back (a new hash's
+                    // own memory, `hash`, is freed to the allocator, not to the system).
+                    let mut worked = false;
                     loop {
-                        // The lock is held only to take the next job; the senders all gone, the
-                        // thread ends.
-                        let job = match queue.lock() {
-                            Ok(queue) => queue.recv(),
-                            Err(poisoned) => poisoned.into_inner().recv(),
-                        };
-                        match job {
+                        match queue.recv_timeout(idle) {
                             // A panicking job loses its answer (the caller gets an internal
                             // error), not the thread.
                             Ok(job) => {
                                 let run = std::panic::AssertUnwindSafe(|| job(&mut memory));
                                 let _ = std::panic::catch_unwind(run);
+                                worked = true;
                             }
-                            Err(_) => break,
+                            Err(flume::RecvTimeoutError::Timeout) if worked => {
+                                held.hash_memory.dec_by(block_bytes(memory.len()));
+                                memory = Vec::new();
+                                crate::memory::release_free_memory();
+                                worked = false;
+                            }
+                            Err(flume::RecvTimeoutError::Timeout) => {}
+                            // The senders all gone, the thread ends.
+                            Err(flume::RecvTimeoutError::Disconnected) => break,
                         }
                     }
                 });
@@ -157,7 +174,12 @@ impl PasswordHasher {
         let queued_at = std::time::Instant::now();
         let job: Job = Box::new(move |memory| {
             metrics.hash_wait.observe(queued_at.elapsed().as_secs_f64());
-            let _ = done.send(span.in_scope(|| work(memory)));
+            let before = memory.len();
+            let answer = span.in_scope(|| work(memory));
+            metrics
+                .hash_memory
+                .inc_by(block_bytes(memory.len()) - block_bytes(before));
+            let _ = done.send(answer);
         });
         self.jobs
             .send(job)
@@ -249,6 +271,11 @@ fn verify_with_memory(password: &[u8], hash: &PasswordHash<'_>, memory: &mut Vec
     computed.is_ok() && bool::from(output.ct_eq(expected))
 }
 
+/// The bytes of `blocks` Argon2 blocks, for the memory gauge.
+fn block_bytes(blocks: usize) -> i64 {
+    i64::try_from(blocks * argon2::Block::SIZE).unwrap_or(i64::MAX)
+}
+
 /// Counts a hash in the queue gauge while it waits or runs, also when its request is dropped.
 struct QueueSlot<'a>(&'a Metrics);
 
@@ -301,6 +328,27 @@ mod tests {
         let parsed = PasswordHash::new(DUMMY_HASH).unwrap();
         assert!(!is_weaker_than_current(&parsed));
         assert_eq!(Params::try_from(&parsed).unwrap().m_cost(), MEMORY_KIB);
+    }
+
+    #[tokio::test]
+    async fn idle_hashing_threads_give_their_memory_back() {
+        let metrics = Arc::new(Metrics::new());
+        let hasher = PasswordHasher::start(metrics.clone(), std::time::Duration::from_millis(200));
+        let one_hash = i64::from(MEMORY_KIB) * 1024;
+        let verify = || hasher.verify(SecretString::from("anything"), None);
+        assert_eq!(verify().await.unwrap(), Verdict::Mismatch);
+        assert_eq!(metrics.hash_memory.get(), one_hash);
+        let released = async {
+            while metrics.hash_memory.get() != 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(std::time::Duration::from_secs(10), released)
+            .await
+            .expect("the memory is given back once the thread is idle");
+        // The next hash takes its memory again, and still verifies.
+        assert_eq!(verify().await.unwrap(), Verdict::Mismatch);
+        assert_eq!(metrics.hash_memory.get(), one_hash);
     }
 
     #[tokio::test]

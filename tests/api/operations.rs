@@ -86,6 +86,8 @@ async fn metrics_are_on_their_own_listener_by_route_template(backend: Backend) {
     );
     assert_eq!(sample(&text, "gatehouse_password_hash_queue"), 0.0);
     assert!(sample(&text, "gatehouse_password_hash_wait_seconds_count") >= 2.0);
+    // The logins' Argon2 memory (19 MiB), held until the hashing thread idles.
+    assert!(sample(&text, "gatehouse_password_hash_memory_bytes") >= 19.0 * 1024.0 * 1024.0);
     assert!(sample(&text, r#"gatehouse_db_connections{state="idle"}"#) >= 0.0);
 }
 
