@@ -66,6 +66,8 @@ wrk_row() {
 serve_settings() {
   export GATEHOUSE_LISTEN=$1 GATEHOUSE_LOG=warn GATEHOUSE_RATE_LIMIT=off
   export GATEHOUSE_MAX_CONNECTIONS_PER_CLIENT=1024
+  # With PostgreSQL the mail folder would be the working folder's `mail/`: the checkout's.
+  export GATEHOUSE_MAIL_DIR=$2/mail
   if [ -n "${BENCH_DATABASE_URL:-}" ]; then
     export GATEHOUSE_DATABASE_URL=$BENCH_DATABASE_URL
     export GATEHOUSE_MASTER_KEY=${BENCH_MASTER_KEY:-$(head -c 32 /dev/urandom | base64)}

@@ -84,6 +84,8 @@ prepare() {
     export GATEHOUSE_MASTER_KEY=$(head -c 32 /dev/urandom | base64)
   fi
   export GATEHOUSE_LISTEN=127.0.0.1:$port
+  # With PostgreSQL the mail folder would be the working folder's `mail/`: the checkout's.
+  export GATEHOUSE_MAIL_DIR=$dir/mail
   "$BIN" migrate 2>/dev/null
   bench/seed.sh "$GATEHOUSE_DATABASE_URL" "$size"
   echo "$PASSWORD" | "$BIN" user add --email bench@example.com --name Bench --password-stdin >/dev/null
