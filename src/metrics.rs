@@ -114,6 +114,7 @@ pub struct Metrics {
     pub hash_wait: Histogram,
     pub hash_memory: Gauge,
     pub db_connections: Family<PoolState, Gauge>,
+    pub federation_callbacks: Family<FederationLabels, Counter>,
     pub mail_queued: Family<MailLabels, Counter>,
     pub mail_sent: Family<MailLabels, Counter>,
     pub mail_failed: Family<MailLabels, Counter>,
@@ -122,6 +123,14 @@ pub struct Metrics {
     pub backchannel_logouts_failed: Counter,
     pub backchannel_logouts_dropped: Counter,
     pub backchannel_outbox_age: Gauge<f64, std::sync::atomic::AtomicU64>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct FederationLabels {
+    /// A configured provider's id (a callback URL naming none is counted as `unknown`).
+    pub provider: String,
+    pub purpose: String,
+    pub outcome: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -210,6 +219,12 @@ impl Metrics {
                 &mut registry,
                 "db_connections",
                 "Database pool connections by state (idle, in_use), read at scrape time",
+                Family::default(),
+            ),
+            federation_callbacks: add(
+                &mut registry,
+                "federation_callbacks",
+                "Returns from identity providers, by provider, purpose (sign_in, link, reauthenticate) and outcome (signed_in, linked, reauthenticated, or the refusal's code)",
                 Family::default(),
             ),
             mail_queued: add(
@@ -303,6 +318,15 @@ impl Metrics {
                 status,
             })
             .inc();
+    }
+
+    pub fn federation_callback(&self, provider: &str, purpose: &str, outcome: &str) {
+        let labels = FederationLabels {
+            provider: provider.to_owned(),
+            purpose: purpose.to_owned(),
+            outcome: outcome.to_owned(),
+        };
+        self.federation_callbacks.get_or_create(&labels).inc();
     }
 
     pub fn mail_queued(&self, kind: &str) {

@@ -11,7 +11,7 @@ use crate::federation_flow::{
     PUBLIC, Pair, UP, authorize_upstream, finish, footprint, hop, start, through, upstream_person,
     wait_available,
 };
-use crate::helpers::{Backend, PASSWORD, both_backends, claims, free_port};
+use crate::helpers::{Backend, PASSWORD, both_backends, claims, free_port, metric, scrape};
 
 both_backends!(
     the_domains_provider_links_a_proven_account_at_its_first_sign_in,
@@ -62,6 +62,8 @@ async fn a_second_gatehouse_signs_a_person_up_then_in(backend: Backend) {
     assert_eq!(claims(&token)["amr"], json!(["fed"]));
     // Collected once.
     finish(&pair.app, &landed).await.error(401, "TOKEN_INVALID");
+    let signed_in = r#"gatehouse_federation_callbacks_total{provider="up",purpose="sign_in",outcome="signed_in"}"#;
+    assert_eq!(metric(&scrape(&pair.app).await, signed_in), Some(1.0));
 
     // A new account: verified (the provider said so), no password, linked.
     let (users, identities, sessions) = footprint(&pair.app).await;
@@ -270,6 +272,22 @@ async fn provider_answers_that_are_no_sign_in_land_on_the_sign_in_page(backend: 
         .await;
     finish_nothing.error(401, "TOKEN_INVALID");
     assert_eq!(footprint(&pair.app).await, before);
+    // Operators see each return by provider and outcome; a made-up id is one series, `unknown`.
+    let text = scrape(&pair.app).await;
+    let count = |provider: &str, outcome: &str| {
+        metric(
+            &text,
+            &format!(
+                r#"gatehouse_federation_callbacks_total{{provider="{provider}",purpose="sign_in",outcome="{outcome}"}}"#
+            ),
+        )
+    };
+    assert_eq!(count(UP, "provider_denied"), Some(1.0), "{text}");
+    assert_eq!(count(UP, "provider_error"), Some(2.0));
+    assert_eq!(count(UP, "expired"), Some(1.0));
+    // `nope`'s callback (the undecodable `%FF` is refused before it reaches the callback).
+    assert_eq!(count("unknown", "provider_unknown"), Some(1.0));
+    assert!(!text.contains("nope"));
 }
 
 async fn an_existing_address_is_never_linked_silently(backend: Backend) {

@@ -103,7 +103,12 @@ impl Pair {
 
     /// An upstream Gatehouse, and an app whose provider `up` it is with the lines `extra`.
     pub async fn new(backend: Backend, extra: &str) -> Pair {
-        Pair::with(backend, extra, "", SettingsArgs::default()).await
+        // Metrics on their own listener, for the tests that count the callbacks.
+        let args = SettingsArgs {
+            metrics_listen: Some("127.0.0.1:0".into()),
+            ..Default::default()
+        };
+        Pair::with(backend, extra, "", args).await
     }
 
     pub async fn with(backend: Backend, extra: &str, more: &str, args: SettingsArgs) -> Pair {

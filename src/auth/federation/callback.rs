@@ -75,8 +75,34 @@ enum Taken {
 pub(super) type Refused = (Refusal, Option<Uuid>);
 
 impl Federation {
-    /// Finishes the flow bound to the browser's cookie (`bindings`: every value of it sent).
+    /// Finishes the flow bound to the browser's cookie (`bindings`: every value of it sent), and
+    /// counts how it ended (`gatehouse_federation_callbacks_total`).
     pub async fn callback(
+        &self,
+        provider: &str,
+        bindings: &[&str],
+        answer: CallbackAnswer,
+        client: &ClientInfo,
+    ) -> Landing {
+        let landing = self.land(provider, bindings, answer, client).await;
+        let (purpose, outcome) = match &landing {
+            Landing::SignedIn { .. } => (FlowPurpose::SignIn, "signed_in"),
+            Landing::Linked { .. } => (FlowPurpose::Link, "linked"),
+            Landing::Reauthenticated { .. } => (FlowPurpose::Reauthenticate, "reauthenticated"),
+            Landing::Refused {
+                refusal, purpose, ..
+            } => (*purpose, refusal.code()),
+        };
+        // Only configured ids become label values: a made-up URL must not add a time series.
+        let provider = match self.core.providers.get(provider) {
+            Some(_) => provider,
+            None => "unknown",
+        };
+        (self.core.metrics).federation_callback(provider, purpose.as_str(), outcome);
+        landing
+    }
+
+    async fn land(
         &self,
         provider: &str,
         bindings: &[&str],
