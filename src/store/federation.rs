@@ -87,8 +87,6 @@ pub enum NewAccount {
     IdentityTaken,
 }
 
-/// In `$tx`: makes `$user` a `member` of `$org` unless a member already; evaluates to whether
-/// it joined. The account's `updated_at` moves with it, as every membership change's does.
 /// Inserts the identity `$i` in the transaction `$tx` (either driver's); whether it was new.
 macro_rules! insert_identity {
     ($tx:ident, $i:expr) => {
@@ -106,6 +104,8 @@ macro_rules! insert_identity {
     };
 }
 
+/// In `$tx`: makes `$user` a `member` of `$org` unless a member already; evaluates to whether
+/// it joined. The account's `updated_at` moves with it, as every membership change's does.
 macro_rules! join_as_member {
     ($tx:ident, $org:expr, $user:expr, $now:expr) => {{
         let joined = match $org {

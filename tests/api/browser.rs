@@ -79,13 +79,18 @@ pub(crate) fn packages_ready(packages: &[&str]) -> bool {
 
 /// An app the browser reaches at `url` (`http://localhost:PORT`), its public URL, passkeys'
 /// origin and the one allowed return URL.
-struct Site {
-    app: TestApp,
-    url: String,
+pub(crate) struct Site {
+    pub(crate) app: TestApp,
+    pub(crate) url: String,
 }
 
 async fn site(backend: Backend, args: SettingsArgs) -> Site {
-    let port = crate::helpers::free_port();
+    site_at(backend, crate::helpers::free_port(), args).await
+}
+
+/// `site` on `port`, for a test that must know its URL before the app starts (to register it
+/// with an identity provider).
+pub(crate) async fn site_at(backend: Backend, port: u16, args: SettingsArgs) -> Site {
     let url = format!("http://localhost:{port}");
     let app = spawn_app_with(
         backend,

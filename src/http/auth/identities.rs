@@ -209,9 +209,7 @@ async fn start_link(
     Client(client): Client,
     AppJson(body): AppJson<StartLinkRequest>,
 ) -> Result<Response> {
-    let mut v = Validator::new();
-    let provider = v.check("providerId", super::non_empty(body.provider_id));
-    let provider = v.finish(provider)?;
+    let provider = provider_id(body.provider_id)?;
     let started = state
         .auth
         .federation
@@ -296,15 +294,20 @@ async fn reauthenticate(
     Client(client): Client,
     AppJson(body): AppJson<ReauthenticateRequest>,
 ) -> Result<Response> {
-    let mut v = Validator::new();
-    let provider = v.check("providerId", super::non_empty(body.provider_id));
-    let provider = v.finish(provider)?;
+    let provider = provider_id(body.provider_id)?;
     let started = state
         .auth
         .federation
         .start_reauthentication(&who, &provider, &client)
         .await?;
     Ok(flow_started(&state, started))
+}
+
+/// A body's `providerId`, which must not be empty.
+fn provider_id(raw: String) -> Result<String> {
+    let mut v = Validator::new();
+    let provider = v.check("providerId", super::non_empty(raw));
+    v.finish(provider)
 }
 
 /// `{redirectTo}` with the cookie that binds the flow begun to this browser.

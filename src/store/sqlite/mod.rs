@@ -133,13 +133,11 @@ impl Lite {
 
     /// The write connection of `turn`, opened on first use.
     fn connection<'t>(turn: &'t mut Option<Connection>, path: &Path) -> Result<&'t mut Connection> {
-        if turn.is_none() {
-            *turn = Some(open(path, false).map_err(error)?);
-        }
-        let Some(conn) = turn.as_mut() else {
-            unreachable!("opened just above")
+        let conn = match turn.take() {
+            Some(conn) => conn,
+            None => open(path, false).map_err(error)?,
         };
-        Ok(conn)
+        Ok(turn.insert(conn))
     }
 
     /// Closes every connection; later calls fail as `Unavailable`.

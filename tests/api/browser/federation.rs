@@ -5,10 +5,10 @@
 use gatehouse::config::SettingsArgs;
 use serde_json::json;
 
-use super::{BROWSER_DIR, CHROMIUM, browser_ready, node};
+use super::{BROWSER_DIR, CHROMIUM, browser_ready, node, site_at};
 use crate::federation_flow::wait_available;
 use crate::federation_idp::{Upstream, UpstreamClient, write_providers_file};
-use crate::helpers::{Backend, PASSWORD, both_backends, free_port, spawn_app_with};
+use crate::helpers::{Backend, PASSWORD, both_backends, free_port};
 
 both_backends!(a_provider_signs_people_in_and_links_from_the_account_page);
 
@@ -56,17 +56,11 @@ async fn a_provider_signs_people_in_and_links_from_the_account_page(backend: Bac
         &client,
         extra,
     );
-    let app = spawn_app_with(
-        backend,
-        SettingsArgs {
-            listen: Some(format!("127.0.0.1:{port}")),
-            public_url: Some(url.clone()),
-            allowed_return_urls: Some(url.clone()),
-            identity_providers: Some(file),
-            ..SettingsArgs::default()
-        },
-    )
-    .await;
+    let args = SettingsArgs {
+        identity_providers: Some(file),
+        ..SettingsArgs::default()
+    };
+    let app = site_at(backend, port, args).await.app;
     wait_available(&app, "upstream").await;
     app.create_user("owen@example.com", PASSWORD).await;
 
