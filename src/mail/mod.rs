@@ -29,8 +29,6 @@ use templates::Templates;
 pub const RESET_PAGE: &str = "/reset-password";
 pub const VERIFY_PAGE: &str = "/verify-email";
 pub const INVITATION_PAGE: &str = "/accept-invitation";
-/// How long an organisation's invitation lives (docs/api.md §13).
-pub const ORG_INVITATION_TTL: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// A security notice: something changed on the account, and its owner should know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -280,13 +278,12 @@ impl Mailer {
             Letter::Verify { token } | Letter::EmailChange { token } => {
                 (Some(self.link(VERIFY_PAGE, token)), self.lifetimes.verify)
             }
-            Letter::Invitation { token } => (
+            // An invitation to the service or to an organisation: the one lifetime of an
+            // invitation link (GATEHOUSE_INVITE_TOKEN_TTL).
+            Letter::Invitation { token } | Letter::OrgInvitation { token, .. } => (
                 Some(self.link(INVITATION_PAGE, token)),
                 self.lifetimes.invite,
             ),
-            Letter::OrgInvitation { token, .. } => {
-                (Some(self.link(INVITATION_PAGE, token)), ORG_INVITATION_TTL)
-            }
             Letter::Notice(_) | Letter::Proof { .. } => (None, Duration::ZERO),
         };
         let (notice, proof) = match letter {

@@ -13,10 +13,67 @@ both_backends!(
     each_call_is_allowed_to_the_roles_the_contract_names,
     an_organisation_always_keeps_an_owner,
     invitations_reach_existing_and_new_accounts,
+    an_invitation_lives_as_long_as_the_invitation_setting_says,
     switching_organisations_needs_no_new_login,
     a_deleted_organisation_leaves_no_token_naming_it,
     organisations_are_validated_and_slugs_unique,
 );
+
+/// `GATEHOUSE_INVITE_TOKEN_TTL` is the lifetime of every invitation link (docs/guide/settings.md),
+/// an organisation's too: listed, mailed and judged with it.
+async fn an_invitation_lives_as_long_as_the_invitation_setting_says(backend: Backend) {
+    let smtp = SmtpServer::start();
+    let args = gatehouse::config::SettingsArgs {
+        invite_token_ttl: Some("2h".into()),
+        ..Default::default()
+    };
+    let app = app_with_smtp(backend, &smtp, args).await;
+    let (owner, _) = app.logged_in_user("owner@example.com").await;
+    let org = create_org(&app, &owner, "acme").await;
+    let (ann, _) = app.logged_in_user("ann@example.com").await;
+    let before = app.clock().now_ms();
+    let token = invite(&app, &smtp, &org, &owner, "ann@example.com", &["member"]).await;
+    let after = app.clock().now_ms();
+    let listed = call(
+        &app,
+        Method::GET,
+        &format!("/api/v1/orgs/{org}/invitations"),
+        &owner,
+        None,
+    )
+    .await;
+    let item = &listed.data(200)["items"][0];
+    let expires = time_ms(&item["expiresAt"]);
+    let two_hours = 2 * 3_600_000;
+    assert!(
+        (before + two_hours..=after + two_hours).contains(&expires),
+        "{item}"
+    );
+    let mail = &smtp
+        .wait_for_mail("ann@example.com", "You are invited to Org acme", 1)
+        .await[0];
+    assert!(mail.text().contains("within 2 hours"), "{}", mail.text());
+    // Past its lifetime the link is dead, as any expired link is.
+    app.clock()
+        .advance(std::time::Duration::from_secs(2 * 3600 + 1));
+    call(
+        &app,
+        Method::POST,
+        "/api/v1/orgs/invitations/accept",
+        &ann,
+        Some(json!({ "token": token })),
+    )
+    .await
+    .error(400, "LINK_INVALID");
+}
+
+/// An RFC 3339 time of the API, in milliseconds since the epoch.
+fn time_ms(value: &Value) -> i64 {
+    let text = value.as_str().unwrap_or_else(|| panic!("a time: {value}"));
+    let parsed = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|e| panic!("{text}: {e}"));
+    (parsed.unix_timestamp_nanos() / 1_000_000) as i64
+}
 
 pub async fn call(
     app: &TestApp,

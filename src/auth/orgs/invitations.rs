@@ -1,4 +1,5 @@
-//! Invitations to an organisation (docs/api.md §13): mailed (§7's outbox, 7 days), listed and
+//! Invitations to an organisation (docs/api.md §13): mailed (§7's outbox; they live
+//! `GATEHOUSE_INVITE_TOKEN_TTL`, 7 days unless set, as every invitation link does), listed and
 //! withdrawn by owners and admins, accepted by the signed-in addressee, or, for an address without
 //! an account, by making the account (`POST /auth/invitations/accept`). A refused accept leaves the
 //! invitation usable.
@@ -18,9 +19,6 @@ use crate::model::orgs::{OWNER, Org, OrgInvitation};
 use crate::model::{ClientInfo, Principal, TokenSet};
 use crate::store::org_invitations::NewOrgInvitation;
 use crate::store::users::NewUser;
-
-/// How long an invitation to an organisation can be accepted.
-pub const INVITATION_TTL_MS: i64 = crate::mail::ORG_INVITATION_TTL.as_millis() as i64;
 
 #[derive(Debug)]
 pub struct InvitationInput {
@@ -56,7 +54,7 @@ impl Orgs {
             email_normalized: email.normalized(),
             roles,
             created_at: now,
-            expires_at: now + INVITATION_TTL_MS,
+            expires_at: now + self.core.settings.links.invite_ttl.as_millis() as i64,
         };
         let (token, hash) = new_link_token();
         let letter = Letter::OrgInvitation {
