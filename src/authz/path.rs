@@ -5,7 +5,7 @@
 //! repeated `/` are merged and dot segments removed. A path that cannot be normalised so that every
 //! upstream reads it the same way (an encoded `/`, a `..` above the root, a broken escape, a control
 //! character raw or escaped, an escaped escape that an upstream decoding twice reads as another
-//! character, a `\` or a `;` that some upstreams read as a separator) is
+//! character, a `\` or a `;`, raw or escaped, that some upstreams read as a separator) is
 //! refused rather than guessed at: a rule must not be walked around by a spelling the upstream
 //! reads differently.
 //!
@@ -104,6 +104,9 @@ fn decode_unreserved(segment: &str) -> Result<String, BadPath> {
         match hex {
             b'/' => return Err(BadPath("the path holds an encoded /")),
             b'\\' => return Err(BadPath("the path holds an encoded \\")),
+            // Refused raw (above); an upstream that decodes before it splits off path
+            // parameters reads `/admin%3Bx` as `/admin` too.
+            b';' => return Err(BadPath("the path holds an encoded ;")),
             // `%00` ends a path for an upstream written in C; `%0A` splits a log line or header.
             b if b.is_ascii_control() => {
                 return Err(BadPath("the path holds an encoded control character"));
@@ -241,6 +244,8 @@ mod tests {
             "/api%5cadmin",
             "/api/admin;jsessionid=1",
             "/api;x/admin",
+            "/api/admin%3Bjsessionid=1",
+            "/api%3bx/admin",
             "/internal%00.txt",
             "/intern%2561l",
             "/public/%252e%252e/internal",

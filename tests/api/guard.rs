@@ -420,6 +420,12 @@ async fn access_rules_decide_by_host_path_method_role_and_factor(backend: Backen
     assert_eq!(status("GET", "x", "/a%zz", t()).await, 403);
     // Spellings some upstreams read as `/internal`: path parameters (Tomcat), a backslash (IIS).
     assert_eq!(status("GET", "x", "/internal;jsessionid=1", t()).await, 403);
+    // The same, escaped: an upstream that decodes before it splits reads it as `/internal` too.
+    assert_eq!(
+        status("GET", "x", "/internal%3Bjsessionid=1", t()).await,
+        403
+    );
+    assert_eq!(status("GET", "x", "/internal%3bx", t()).await, 403);
     assert_eq!(status("GET", "x", "/x\\..\\internal", t()).await, 403);
     // No rule: a live session suffices; no token is still 401.
     assert_eq!(status("GET", "x", "/anything", t()).await, 200);
