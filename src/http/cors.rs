@@ -3,8 +3,9 @@
 //! included) carries `Access-Control-Allow-Origin` and `Vary: Origin`. Never
 //! `Access-Control-Allow-Credentials`: the API takes bearer tokens, not cookies, so a page of a
 //! listed origin can read answers only to the calls it makes with a token it holds.
-//! `/oauth2/revoke` (§11) is in scope too: a single-page application revokes its own tokens.
-//! (`/oauth2/token` and `/oauth2/userinfo` belong here as well, with the flows that serve them.)
+//! The OpenID provider's endpoints a single-page application calls from its own origin are in
+//! scope too (§11): `/oauth2/token` (a public client's code exchange and refresh),
+//! `/oauth2/userinfo` and `/oauth2/revoke`.
 //!
 //! tower-http's `CorsLayer` does the work; this middleware gives it only the requests in scope,
 //! and only real preflights from listed origins (an `OPTIONS` from anyone else is an ordinary
@@ -69,7 +70,12 @@ impl Cors {
 
 /// The paths a cross-origin page may call.
 fn in_scope(path: &str) -> bool {
-    path.starts_with("/api/v1/") || path.starts_with("/.well-known/") || path == "/oauth2/revoke"
+    path.starts_with("/api/v1/")
+        || path.starts_with("/.well-known/")
+        || matches!(
+            path,
+            "/oauth2/token" | "/oauth2/userinfo" | "/oauth2/revoke"
+        )
 }
 
 pub async fn cors(

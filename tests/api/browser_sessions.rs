@@ -584,6 +584,36 @@ async fn cors_answers_listed_origins_only_and_never_with_credentials(backend: Ba
         assert_eq!(other.header("access-control-allow-origin"), None, "{path}");
         assert!(vary_origin(&other), "{path}");
     }
+    // A single-page application finishes the code flow from its own origin (docs/api.md §6b):
+    // the token endpoint, userinfo and revocation answer it too, errors included.
+    for path in ["/oauth2/token", "/oauth2/userinfo", "/oauth2/revoke"] {
+        let seen = send(preflight(listed, path)).await;
+        assert!(seen.status.is_success(), "{path}: {}", seen.status);
+        assert_eq!(
+            seen.header("access-control-allow-origin"),
+            Some(listed),
+            "{path}"
+        );
+        let seen = send(preflight("https://evil.example", path)).await;
+        assert_eq!(seen.header("access-control-allow-origin"), None, "{path}");
+    }
+    let refused = send(
+        client()
+            .post(app.url("/oauth2/token"))
+            .header("origin", listed)
+            .form(&[("grant_type", "authorization_code"), ("code", "x")]),
+    )
+    .await;
+    assert!(refused.status.is_client_error(), "{}", refused.status);
+    assert_eq!(refused.header("access-control-allow-origin"), Some(listed));
+    let userinfo = send(
+        client()
+            .get(app.url("/oauth2/userinfo"))
+            .header("origin", listed)
+            .bearer_auth(&token),
+    )
+    .await;
+    assert_eq!(userinfo.header("access-control-allow-origin"), Some(listed));
     // Not the pages, not without the setting.
     let page = send(client().get(app.url("/sign-in")).header("origin", listed)).await;
     assert_eq!(page.header("access-control-allow-origin"), None);
