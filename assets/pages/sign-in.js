@@ -75,6 +75,8 @@ function providerFailure(code, name) {
       return `Your e-mail address is not confirmed yet (${at} did not confirm it, or the link we mailed was not opened).`;
     case "account_disabled":
       return "This account is disabled.";
+    case "wrong_provider":
+      return `${at} cannot sign in this address: addresses of an organisation's domain sign in through that organisation's own provider. Type your address above to find it.`;
     default:
       return "The sign-in did not succeed. Please try again.";
   }

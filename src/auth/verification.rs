@@ -258,6 +258,7 @@ pub(super) fn unverified_user(
         created_at: now,
         email_verified: false,
         last_login_at: None,
+        email_verified_by: None,
     }
 }
 

@@ -32,6 +32,10 @@ pub struct User {
     pub email_verified: bool,
     /// When the account last signed in (ms); `None`: never.
     pub last_login_at: Option<i64>,
+    /// The identity provider whose word verified the address (the one that made the account);
+    /// `None` when the account proved it itself (a mailed link) or an operator made it. A
+    /// provider's word is good for that provider only (docs/guide/providers.md).
+    pub email_verified_by: Option<String>,
 }
 
 impl User {

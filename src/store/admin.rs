@@ -1,5 +1,6 @@
 //! What the administration API reads: accounts a page at a time, with their passkey count.
 
+use super::users::user_columns;
 use uuid::Uuid;
 
 use super::users::UserRow;
@@ -28,10 +29,12 @@ impl From<ManagedRow> for ManagedUser {
 /// `passkeys_user` per row of the page).
 macro_rules! managed_select {
     () => {
-        "SELECT id, email, email_normalized, full_name, password_hash, disabled, totp_secret, \
-         totp_pending, auth_epoch, second_factor_blocked_until, roles, created_at, email_verified, \
-         last_login_at, (SELECT COUNT(*) FROM passkeys p WHERE p.user_id = users.id) AS passkeys \
-         FROM users WHERE deleted_at IS NULL"
+        concat!(
+            "SELECT ",
+            user_columns!(),
+            ", (SELECT COUNT(*) FROM passkeys p WHERE p.user_id = users.id) AS passkeys \
+             FROM users WHERE deleted_at IS NULL"
+        )
     };
 }
 

@@ -292,9 +292,11 @@ impl Store {
         identity: &FederatedIdentity,
         org: Option<Uuid>,
     ) -> Result<NewAccount> {
+        // The provider that vouched for the address is recorded with it (`email_verified_by`): its
+        // word is good for its own sign-ins, never for another provider's adoption.
         let insert = "INSERT INTO users (id, email, email_normalized, full_name, password_hash, \
-                      email_verified, created_at, updated_at) \
-                      VALUES ($1, $2, $3, $4, '', $5, $6, $6) ON CONFLICT DO NOTHING";
+                      email_verified, email_verified_by, created_at, updated_at) \
+                      VALUES ($1, $2, $3, $4, '', $5, $7, $6, $6) ON CONFLICT DO NOTHING";
         let i = identity;
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
@@ -305,6 +307,7 @@ impl Store {
                 .bind(user.full_name)
                 .bind(verified)
                 .bind(user.created_at)
+                .bind(verified.then_some(i.provider_id.as_str()))
                 .execute(&mut *tx)
                 .await?
                 .rows_affected()

@@ -202,7 +202,7 @@ impl Store {
         now: i64,
     ) -> Result<Option<(Uuid, Vec<Uuid>, AddressProof, Vec<OutboxMail>)>> {
         let update = "UPDATE users SET password_hash = $2, auth_epoch = auth_epoch + 1, \
-                      email_verified = TRUE, updated_at = $3 WHERE id = $1";
+                      email_verified = TRUE, email_verified_by = NULL, updated_at = $3 WHERE id = $1";
         let lock = self.row_lock();
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
@@ -246,9 +246,9 @@ impl Store {
         notices: ProofMails<'_>,
         now: i64,
     ) -> Result<Option<(Verified, Vec<OutboxMail>)>> {
-        let verify = "UPDATE users SET email_verified = TRUE, updated_at = $2 WHERE id = $1";
+        let verify = "UPDATE users SET email_verified = TRUE, email_verified_by = NULL, updated_at = $2 WHERE id = $1";
         let change = "UPDATE users SET email = $2, email_normalized = $3, email_verified = TRUE, \
-                      updated_at = $4 WHERE id = $1";
+                      email_verified_by = NULL, updated_at = $4 WHERE id = $1";
         let void = "UPDATE mail_tokens SET used_at = $2 WHERE user_id = $1 AND used_at IS NULL";
         let lock = self.row_lock();
         on_write_pool!(self, |pool| {
@@ -315,7 +315,7 @@ impl Store {
         now: i64,
     ) -> Result<Option<Uuid>> {
         let update = "UPDATE users SET password_hash = $2, auth_epoch = auth_epoch + 1, \
-                      email_verified = TRUE, updated_at = $3 WHERE id = $1";
+                      email_verified = TRUE, email_verified_by = NULL, updated_at = $3 WHERE id = $1";
         on_write_pool!(self, |pool| {
             let mut tx = pool.begin().await?;
             let Some(token) = consume_token!(tx, token_hash, "invite", now) else {

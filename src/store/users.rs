@@ -22,6 +22,7 @@ pub(super) struct UserRow {
     pub(super) created_at: i64,
     pub(super) email_verified: bool,
     pub(super) last_login_at: Option<i64>,
+    pub(super) email_verified_by: Option<String>,
 }
 
 impl From<UserRow> for User {
@@ -41,6 +42,7 @@ impl From<UserRow> for User {
             created_at: r.created_at,
             email_verified: r.email_verified,
             last_login_at: r.last_login_at,
+            email_verified_by: r.email_verified_by,
         }
     }
 }
@@ -50,9 +52,10 @@ macro_rules! user_columns {
     () => {
         "id, email, email_normalized, full_name, password_hash, disabled, totp_secret, \
          totp_pending, auth_epoch, second_factor_blocked_until, roles, created_at, email_verified, \
-         last_login_at"
+         last_login_at, email_verified_by"
     };
 }
+pub(super) use user_columns;
 
 // Hot-path query texts, shared with the plan tests (`store::plans`).
 pub(super) const USER_BY_EMAIL: &str = concat!(

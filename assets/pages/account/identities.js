@@ -19,6 +19,8 @@ function linkFailure(code, name) {
       return `That ${name} identity is linked to another account already.`;
     case "already_linked":
       return `Your account is linked to ${name} already.`;
+    case "wrong_provider":
+      return `${name} cannot be linked: it does not speak for that address, or your address's domain signs in through its own organisation's provider only.`;
     case "provider_denied":
       return `Linking was cancelled or refused at ${name}.`;
     case "provider_unavailable":

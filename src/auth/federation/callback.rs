@@ -286,6 +286,22 @@ impl Federation {
             return Err((Refusal::Expired, Some(user_id)));
         }
         let user = self.enabled_user(user_id).await?;
+        // The provider must speak for the address it names, and an account of a domain's
+        // provider links no other (docs/guide/providers.md).
+        let providers = &self.core.providers;
+        let named = upstream
+            .email
+            .as_deref()
+            .and_then(|e| crate::domain::Email::parse(e).ok())
+            .map(|e| e.normalized());
+        let speaks = match &named {
+            Some(address) => super::speaks_for(providers, config, address),
+            // A domain's provider vouches for an address of its domains, or for nothing.
+            None => config.domains.is_empty(),
+        };
+        if !speaks || !super::signs_in_through(providers, config, &user.email_normalized) {
+            return Err((Refusal::WrongProvider, Some(user_id)));
+        }
         self.attach(config, upstream, &user, Some(session), client)
             .await
     }

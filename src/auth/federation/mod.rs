@@ -60,6 +60,9 @@ pub enum Refusal {
     /// A re-authentication the provider did not ask for again (no `auth_time`, or an older one
     /// than the flow): its own session is no proof of who sits at the browser now.
     NotFresh,
+    /// The provider does not speak for the address (docs/guide/providers.md): it lies under
+    /// another provider's `domains`, or outside this provider's own.
+    WrongProvider,
 }
 
 impl Refusal {
@@ -80,6 +83,7 @@ impl Refusal {
             Refusal::AlreadyLinked => "already_linked",
             Refusal::NotLinked => "not_linked",
             Refusal::NotFresh => "not_fresh",
+            Refusal::WrongProvider => "wrong_provider",
         }
     }
 
@@ -162,6 +166,15 @@ impl Federation {
         self.core.throttle.federation_start_from(client.ip)?;
         let user = self.core.user(who).await?;
         self.core.providers.get(provider).ok_or(Error::NotFound)?;
+        // An account of a domain's provider links no other one: it signs in through its own
+        // (docs/guide/providers.md); said before the owner is asked to confirm anything.
+        if let Some(owner) = self.core.providers.for_address(&user.email_normalized) {
+            if owner.id != provider {
+                return Err(Error::SsoRequired {
+                    provider: owner.id.clone(),
+                });
+            }
+        }
         self.core
             .confirm_owner(&user, who, password, "password")
             .await?;
@@ -313,6 +326,33 @@ impl Federation {
     }
 }
 
+/// Whether `provider` speaks for `address` (normalised): may make, link or adopt an account of it
+/// (docs/guide/providers.md, "Which provider speaks for an address"). An address under a
+/// provider's `domains` is that provider's alone; a provider with `domains` speaks for no address
+/// outside them; a provider without `domains` speaks for every address no provider owns.
+pub(super) fn speaks_for(
+    providers: &crate::federation::Providers,
+    provider: &crate::federation::ProviderConfig,
+    address: &str,
+) -> bool {
+    match providers.for_address(address) {
+        Some(owner) => owner.id == provider.id,
+        None => provider.domains.is_empty(),
+    }
+}
+
+/// Whether an account of `address` may sign in through `provider`: never through another
+/// provider than its domain's, whatever was linked before (its password is `SSO_REQUIRED` too).
+pub(super) fn signs_in_through(
+    providers: &crate::federation::Providers,
+    provider: &crate::federation::ProviderConfig,
+    address: &str,
+) -> bool {
+    providers
+        .for_address(address)
+        .is_none_or(|owner| owner.id == provider.id)
+}
+
 impl Core {
     /// `SSO_REQUIRED` for an address under a provider's `domains` (docs/api.md §14).
     pub(super) fn sso_required(&self, email_normalized: &str) -> Result<()> {
@@ -347,6 +387,7 @@ mod tests {
             Refusal::AlreadyLinked,
             Refusal::NotLinked,
             Refusal::NotFresh,
+            Refusal::WrongProvider,
         ];
         let mut codes: Vec<&str> = all.iter().map(|r| r.code()).collect();
         // Safe in a URL as they are, and each its own.

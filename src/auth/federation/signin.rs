@@ -41,8 +41,15 @@ impl Federation {
             .federated_identity(&config.id, &upstream.subject)
             .await
             .map_err(db)?;
+        let providers = &self.core.providers;
         if let Some(identity) = linked {
             let user = self.enabled_user(identity.user_id).await?;
+            // An identity of another provider linked to an account of a domain's provider
+            // (linked before the domain was configured, or by that provider's lie before the
+            // rule): the domain signs in through its own provider only.
+            if !super::signs_in_through(providers, config, &user.email_normalized) {
+                return Err((Refusal::WrongProvider, Some(user.id)));
+            }
             if self.core.require_verified(&user).is_err() {
                 return Err((Refusal::EmailNotVerified, Some(user.id)));
             }
@@ -63,6 +70,9 @@ impl Federation {
             .and_then(|e| Email::parse(e).ok())
             .ok_or((Refusal::EmailMissing, None))?;
         let normalized = email.normalized();
+        if !super::speaks_for(providers, config, &normalized) {
+            return Err((Refusal::WrongProvider, None));
+        }
         if let Some(existing) = self
             .core
             .store
@@ -98,7 +108,9 @@ impl Federation {
     /// is refused, so the account has no other way to reach its link on `/account`), it vouches
     /// for the address (`email_verified`), and the account proved the address itself (a mailed
     /// link; an account whose address was never proved may be someone else's squat, and its
-    /// first proof would end any identity linked before it). Anything less is `account_exists`.
+    /// first proof would end any identity linked before it) or this very provider proved it. An
+    /// account another provider vouched for is that provider's word, which is no proof here: it
+    /// could have been any provider's lie. Anything less is `account_exists`.
     fn adopts(
         &self,
         config: &ProviderConfig,
@@ -110,6 +122,10 @@ impl Federation {
         authority.is_some_and(|p| p.id == config.id)
             && upstream.email_verified
             && existing.email_verified
+            && existing
+                .email_verified_by
+                .as_deref()
+                .is_none_or(|by| by == config.id)
     }
 
     /// A new account for an upstream identity: verified, no password, linked, and a member of the

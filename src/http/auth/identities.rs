@@ -183,6 +183,7 @@ error_responses!(StartErrors:
         Error::ClientToken,
         Error::NotFound,
         Error::Conflict(Conflict::AlreadyLinked),
+        Error::SsoRequired { provider: String::new() },
     ],
     throttle_errors(),
     [Error::ProviderUnavailable],
@@ -195,7 +196,9 @@ error_responses!(StartErrors:
 /// where to send the browser, with the cookie that binds the flow to it (`gatehouse_federation`,
 /// 10 minutes); the provider sends the browser back to `/account?linked=<id>`, or
 /// `/account?link_error=<code>&provider=<id>`. Unknown provider: 404; an identity at that
-/// provider linked already: 409; the provider unreachable: 503.
+/// provider linked already: 409; an account whose address is under another provider's
+/// `domains`: 403 `SSO_REQUIRED` naming that provider (it links no other); the provider
+/// unreachable: 503.
 #[utoipa::path(post, path = "/identities/start", tag = "auth", request_body = StartLinkRequest,
     security(("bearer" = [])),
     responses(
