@@ -1,5 +1,5 @@
-//! `gatehouse clients`: the client registry of the OpenID provider, whose confidential clients may
-//! also introspect tokens (docs/api.md §11, §6).
+//! `gatehouse clients`: the client registry of the OpenID provider, whose confidential clients
+//! the operator designates may also introspect tokens (docs/api.md §11, §6).
 
 use clap::Subcommand;
 use serde_json::json;
@@ -16,7 +16,8 @@ pub enum ClientsCommand {
     /// Register a client; prints its id and, for a confidential client, its secret, which is shown
     /// only this once
     Add(ClientAdd),
-    /// Print each client: id, creation time, type, name, grants, scopes, redirect URIs
+    /// Print each client: id, creation time, type, name, grants, scopes, redirect URIs, and
+    /// whether it introspects
     List {
         /// Print a JSON array of the clients as the admin API shows them
         #[arg(long)]
@@ -72,6 +73,10 @@ pub struct ClientAdd {
     /// org_id, and people authorizing it act in it
     #[arg(long, value_name = "ORG_ID")]
     org: Option<uuid::Uuid>,
+    /// A resource server that may introspect tokens (RFC 7662) [default: only a client given
+    /// neither --redirect-uri nor --grant, which is what such a client is for]
+    #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
+    introspect: Option<bool>,
     /// Print {"clientId", "clientSecret"} (clientSecret null for a public client)
     #[arg(long)]
     json: bool,
@@ -103,6 +108,7 @@ impl ClientAdd {
             backchannel_logout_uri: self.backchannel_logout_uri,
             id_token_alg: self.id_token_alg,
             org_id: self.org,
+            introspection: self.introspect,
         }
     }
 }
@@ -119,6 +125,7 @@ fn flag(field: &str) -> &str {
         "backchannelLogoutUri" => "--backchannel-logout-uri",
         "idTokenSignedResponseAlg" => "--id-token-alg",
         "orgId" => "--org",
+        "introspection" => "--introspect",
         other => other,
     }
 }
@@ -165,7 +172,7 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
                 for c in &clients {
                     let grants: Vec<&str> = c.grant_types.iter().map(|g| g.as_str()).collect();
                     println!(
-                        "{}  {}  {:<12}  {}  grants={}  scopes={}  redirect_uris={}{}{}",
+                        "{}  {}  {:<12}  {}  grants={}  scopes={}  redirect_uris={}{}{}{}",
                         c.id,
                         rfc3339(c.created_at),
                         c.client_type.as_str(),
@@ -174,6 +181,7 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
                         c.scopes.join(","),
                         c.redirect_uris.join(","),
                         if c.first_party { "  first-party" } else { "" },
+                        if c.introspection { "  introspects" } else { "" },
                         match c.origin.as_str() {
                             "operator" => String::new(),
                             origin => format!("  origin={origin}"),
@@ -244,6 +252,7 @@ fn view(c: &Client) -> serde_json::Value {
         "createdAt": rfc3339(c.created_at),
         "orgId": c.org_id,
         "origin": c.origin.as_str(),
+        "introspection": c.introspection,
         "metadataUrl": match &c.origin {
             crate::model::ClientOrigin::MetadataDocument { url, .. } => Some(url.as_str()),
             _ => None,

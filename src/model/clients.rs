@@ -124,6 +124,10 @@ pub struct Client {
     /// Last change (ms); every instance reads a client again within `CLIENT_CACHE_MS`.
     pub updated_at: i64,
     pub origin: ClientOrigin,
+    /// A resource server the operator lets introspect tokens (RFC 7662, docs/api.md §6): only a
+    /// confidential client an operator registered with this flag, never one that registered
+    /// itself.
+    pub introspection: bool,
 }
 
 impl Client {
@@ -149,6 +153,13 @@ impl Client {
 
     pub fn has_grant(&self, grant: GrantType) -> bool {
         self.grant_types.contains(&grant)
+    }
+
+    /// Registered by no operator: by itself (RFC 7591) or by the document it serves. Anyone can
+    /// make such a client with any redirect URI, so Gatehouse's origin never sends a browser to
+    /// one of its URIs on the client's word alone (docs/api.md §11).
+    pub fn self_registered(&self) -> bool {
+        self.origin != ClientOrigin::Operator
     }
 
     pub fn is_public(&self) -> bool {

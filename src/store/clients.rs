@@ -27,12 +27,13 @@ struct ClientRow {
     origin: String,
     metadata_url: Option<String>,
     metadata_fresh_until: Option<i64>,
+    introspection: bool,
 }
 
 const COLUMNS: &str = "id, name, secret_hash, created_at, client_type, first_party, redirect_uris, \
                        post_logout_redirect_uris, grant_types, scopes, backchannel_logout_uri, \
                        id_token_alg, updated_at, org_id, origin, metadata_url, \
-                       metadata_fresh_until";
+                       metadata_fresh_until, introspection";
 
 fn words(list: &str) -> impl Iterator<Item = &str> {
     list.split(' ').filter(|w| !w.is_empty())
@@ -81,6 +82,7 @@ impl TryFrom<ClientRow> for Client {
             updated_at: r.updated_at,
             org_id: r.org_id,
             origin,
+            introspection: r.introspection,
         })
     }
 }
@@ -129,7 +131,8 @@ impl Store {
     async fn write_client(&self, client: &Client, on_conflict: &str) -> Result<()> {
         let sql = format!(
             "INSERT INTO api_clients ({COLUMNS}) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)\
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
+             $18)\
              {on_conflict}"
         );
         let (metadata_url, fresh_until) = metadata(client);
@@ -151,6 +154,7 @@ impl Store {
             .bind(client.origin.as_str())
             .bind(metadata_url)
             .bind(fresh_until)
+            .bind(client.introspection)
             .execute(pool)
             .await
             .map(|_| ()))
@@ -171,8 +175,8 @@ impl Store {
     pub async fn update_client(&self, client: &Client) -> Result<bool> {
         let sql = "UPDATE api_clients SET name = $2, first_party = $3, redirect_uris = $4, \
                    post_logout_redirect_uris = $5, grant_types = $6, scopes = $7, \
-                   backchannel_logout_uri = $8, id_token_alg = $9, updated_at = $10 \
-                   WHERE id = $1";
+                   backchannel_logout_uri = $8, id_token_alg = $9, updated_at = $10, \
+                   introspection = $11 WHERE id = $1";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(client.id)
             .bind(&client.name)
@@ -184,6 +188,7 @@ impl Store {
             .bind(&client.backchannel_logout_uri)
             .bind(client.id_token_alg.as_str())
             .bind(client.updated_at)
+            .bind(client.introspection)
             .execute(pool)
             .await
             .map(|r| r.rows_affected() == 1))
@@ -203,6 +208,16 @@ impl Store {
         let rows: Vec<ClientRow> =
             on_pool!(self, |pool| sqlx::query_as(&sql).fetch_all(pool).await)?;
         rows.into_iter().map(Client::try_from).collect()
+    }
+
+    /// The names of the clients an operator registered (a self-registered client may not take
+    /// one: `Clients::copies_operator_name`).
+    pub async fn operator_client_names(&self) -> Result<Vec<String>> {
+        on_pool!(self, |pool| sqlx::query_scalar(
+            "SELECT name FROM api_clients WHERE origin = 'operator'"
+        )
+        .fetch_all(pool)
+        .await)
     }
 
     /// The clients bound to an organisation.

@@ -16,14 +16,17 @@ use crate::oauth_helpers::{Client, ISSUER, add_client, code, exchange, provider_
 both_backends!(
     a_client_token_is_the_client_at_forward_auth_and_introspection,
     a_clients_rule_admits_exactly_the_clients_it_names,
+    a_revoked_client_token_ends_on_every_instance,
 );
 
-/// A confidential client with the `client_credentials` grant and `contacts:read`.
+/// A confidential client with the `client_credentials` grant and `contacts:read`, which the
+/// operator lets introspect tokens too (a resource server, docs/api.md §6).
 pub(crate) fn service(app: &TestApp, name: &str) -> Client {
     add_client(
         app,
         name,
         &[
+            "--introspect",
             "--grant",
             "authorization_code",
             "--grant",
@@ -164,12 +167,8 @@ async fn a_client_token_is_the_client_at_forward_auth_and_introspection(backend:
     assert_eq!(allowed.header("remote-org"), Some(org.as_str()));
     assert_eq!(allowed.header("remote-org-roles"), Some(""));
     assert_eq!(allowed.header("remote-client"), Some(bound.id.as_str()));
-    let (_, _, live) = introspect(
-        &app,
-        Some((&bound.id, bound.secret.as_deref().unwrap())),
-        &format!("token={acme}"),
-    )
-    .await;
+    let (_, _, live) =
+        introspect(&app, Some((&reports.id, secret)), &format!("token={acme}")).await;
     assert_eq!(
         (live["sub"].as_str(), live["org_id"].as_str()),
         (Some(bound.id.as_str()), Some(org.as_str()))
@@ -248,4 +247,61 @@ async fn a_clients_rule_admits_exactly_the_clients_it_names(backend: Backend) {
         status(own.clone(), "/export").await == 401
     })
     .await;
+}
+
+/// Whether introspection (by `by`) calls `token` active at `app`.
+async fn active(app: &TestApp, by: &Client, token: &str) -> bool {
+    let credentials = Some((by.id.as_str(), by.secret.as_deref().unwrap()));
+    introspect(app, credentials, &format!("token={token}"))
+        .await
+        .2["active"]
+        == true
+}
+
+/// RFC 7009 for a client's token for itself (issue 38, F13): revoked by its client, it is refused
+/// at forward-auth and introspection on this instance at once and on another within 2 s; another
+/// client's revocation of it changes nothing; the client's next token works.
+async fn a_revoked_client_token_ends_on_every_instance(backend: Backend) {
+    let app = provider_app(backend, trusting_provider()).await;
+    let twin = app.twin_with(trusting_provider()).await;
+    let reports = service(&app, "Nightly reports");
+    let other = service(&app, "Other service");
+    let own = client_token(&app, &reports).await;
+    let keep = client_token(&app, &reports).await;
+    let revoke = |by: &Client, token: &str| {
+        let body = format!("token={token}");
+        let (id, secret) = (by.id.clone(), by.secret.clone().unwrap());
+        let app = &app;
+        async move {
+            app.client
+                .post(app.url("/oauth2/revoke"))
+                .header("content-type", "application/x-www-form-urlencoded")
+                .basic_auth(id, Some(secret))
+                .body(body)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        }
+    };
+    assert!(active(&twin, &reports, &own).await);
+    // Another client's revocation: 200, and nothing ends.
+    assert_eq!(revoke(&other, &own).await, 200);
+    assert!(active(&app, &reports, &own).await);
+    assert_eq!(revoke(&reports, &own).await, 200);
+    assert!(!active(&app, &reports, &own).await);
+    assert_eq!(ask(&app, FORWARD_AUTH, Some(&own), &[]).await.status, 401);
+    within(REVOCATION_DELAY, || async {
+        !active(&twin, &reports, &own).await
+            && ask(&twin, FORWARD_AUTH, Some(&own), &[]).await.status == 401
+    })
+    .await;
+    // Only that token: another of the client's, and the next, work.
+    assert!(active(&twin, &reports, &keep).await);
+    let next = client_token(&app, &reports).await;
+    assert_eq!(ask(&twin, FORWARD_AUTH, Some(&next), &[]).await.status, 200);
+    // A restarted instance starts knowing it.
+    let fresh = app.twin_with(trusting_provider()).await;
+    assert_eq!(ask(&fresh, FORWARD_AUTH, Some(&own), &[]).await.status, 401);
 }

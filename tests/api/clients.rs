@@ -121,9 +121,13 @@ async fn the_cli_adds_a_client_with_every_flag_and_lists_it(backend: Backend) {
             "createdAt": mobile["createdAt"],
             "orgId": null,
             "origin": "operator",
+            "introspection": false,
             "metadataUrl": null,
         })
     );
+    // Only §6's plain client (neither grants nor redirect URIs) introspects unless told.
+    let flags: Vec<&Value> = listed.iter().map(|c| &c["introspection"]).collect();
+    assert_eq!(flags, [&json!(false), &json!(false), &json!(true)]);
     // The defaults of §11.
     assert_eq!(listed[1]["type"], "confidential");
     assert_eq!(listed[1]["firstParty"], false);
@@ -201,10 +205,12 @@ async fn admins_manage_clients_through_the_api(backend: Backend) {
             "redirectUris": ["https://grafana.example.com/login/generic_oauth"],
             "scopes": ["openid", "email", "roles"],
             "idTokenSignedResponseAlg": "EdDSA",
+            "introspection": true,
         })),
     )
     .await;
     let created = created.data(201).clone();
+    assert_eq!(created["introspection"], true);
     let id = created["clientId"].as_str().unwrap().to_owned();
     let secret = created["clientSecret"].as_str().unwrap().to_owned();
     assert_eq!(created["type"], "confidential");
@@ -215,7 +221,8 @@ async fn admins_manage_clients_through_the_api(backend: Backend) {
     assert_eq!(created["scopes"], json!(["openid", "email", "roles"]));
     assert_eq!(created["idTokenSignedResponseAlg"], "EdDSA");
     assert_eq!(created["postLogoutRedirectUris"], json!([]));
-    // The secret works, once shown; it is not shown again.
+    // The secret works (the client may introspect: the operator said so), once shown; it is not
+    // shown again.
     let (token, _) = app.logged_in_user("ann@example.com").await;
     let (status, _, answer) =
         introspect(&app, Some((&id, &secret)), &format!("token={token}")).await;

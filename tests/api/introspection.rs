@@ -15,6 +15,7 @@ use crate::helpers::{
 both_backends!(
     introspection_answers_registered_clients_only,
     metadata_names_the_keys_and_the_introspection_endpoint,
+    introspection_is_for_designated_servers_and_tells_what_the_scopes_allow,
 );
 
 /// `gatehouse clients add NAME`: (id, secret).
@@ -210,4 +211,108 @@ async fn metadata_names_the_keys_and_the_introspection_endpoint(backend: Backend
         metadata["introspection_endpoint_auth_methods_supported"],
         serde_json::json!(["client_secret_basic", "client_secret_post"])
     );
+}
+
+/// Issue 38, F3: a client that registered itself (open registration), allowed only `openid`, is
+/// no resource server: it introspects nothing, neither the token it was given (which would tell
+/// it the address, name and roles the person never allowed) nor an API key it holds. A resource
+/// server the operator designates learns of a client's token only what its scopes allow.
+async fn introspection_is_for_designated_servers_and_tells_what_the_scopes_allow(backend: Backend) {
+    use crate::oauth_helpers::{REDIRECT, code, exchange, provider_app};
+    let app = provider_app(
+        backend,
+        SettingsArgs {
+            oauth_registration: Some("open".into()),
+            ..SettingsArgs::default()
+        },
+    )
+    .await;
+    let (person, _) = app.logged_in_user("ann@example.com").await;
+    roles(&app, "ann@example.com", &["--add", "admin"]);
+    // A stranger's confidential client, registered at /oauth2/register.
+    let registered: Value = app
+        .client
+        .post(app.url("/oauth2/register"))
+        .json(&serde_json::json!({
+            "client_name": "Stranger",
+            "redirect_uris": [REDIRECT],
+            "token_endpoint_auth_method": "client_secret_basic",
+            "scope": "openid",
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let stranger = crate::oauth_helpers::Client {
+        id: registered["client_id"].as_str().unwrap().to_owned(),
+        secret: registered["client_secret"].as_str().map(str::to_owned),
+    };
+    let (code, verifier) = code(&app, &person, &stranger, "openid").await;
+    let (status, tokens) = exchange(&app, &stranger, &code, &verifier).await;
+    assert_eq!(status, 200, "{tokens}");
+    let given = tokens["access_token"].as_str().unwrap().to_owned();
+    let (_, key) = crate::api_keys::new_key(&app, &person, serde_json::json!({"name": "ci"})).await;
+    let own = Some((stranger.id.as_str(), stranger.secret.as_deref().unwrap()));
+    for token in [&given, &person, &key] {
+        let (status, _, answer) = introspect(&app, own, &format!("token={token}")).await;
+        assert_eq!(
+            (status, answer),
+            (403, serde_json::json!({"error": "unauthorized_client"}))
+        );
+    }
+    // Nor may it make itself one through a metadata field.
+    let flagged: Value = app
+        .client
+        .post(app.url("/oauth2/register"))
+        .json(&serde_json::json!({
+            "client_name": "Sneaky", "redirect_uris": [REDIRECT], "introspection": true,
+        }))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert!(flagged["client_id"].is_string(), "{flagged}");
+    let introspects: bool = app
+        .scalar("SELECT introspection FROM api_clients WHERE name = 'Sneaky'")
+        .await;
+    assert!(!introspects);
+
+    // An operator's client with redirect URIs is no resource server unless designated.
+    let rp = crate::oauth_helpers::add_client(&app, "Web app", &[]);
+    let rp_credentials = Some((rp.id.as_str(), rp.secret.as_deref().unwrap()));
+    let (status, _, _) = introspect(&app, rp_credentials, &format!("token={given}")).await;
+    assert_eq!(status, 403);
+    let listed = String::from_utf8(app.cli(&["clients", "list"], None).stdout).unwrap();
+    assert!(!listed.contains("introspects"), "{listed}");
+    let server = crate::oauth_helpers::add_client(&app, "Orders API", &["--introspect"]);
+    let server = Some((server.id.as_str(), server.secret.as_deref().unwrap()));
+    let (status, _, answer) = introspect(&app, server, &format!("token={given}")).await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["active"], true);
+    assert_eq!(answer["scope"], "openid");
+    assert_eq!(answer["client_id"], stranger.id.as_str());
+    for withheld in ["username", "email_verified", "name", "roles"] {
+        assert!(answer.get(withheld).is_none(), "{withheld}: {answer}");
+    }
+    // The person's own sign-in says everything, as before.
+    let (_, _, answer) = introspect(&app, server, &format!("token={person}")).await;
+    assert_eq!(answer["username"], "ann@example.com");
+    assert_eq!(answer["roles"], serde_json::json!(["admin"]));
+    let listed = app.cli(&["clients", "list", "--json"], None);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    let flags: Vec<(String, bool)> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let name = c["name"].as_str().unwrap().to_owned();
+            (name, c["introspection"].as_bool().unwrap())
+        })
+        .collect();
+    assert!(flags.contains(&("Orders API".into(), true)), "{flags:?}");
+    assert!(flags.contains(&("Stranger".into(), false)), "{flags:?}");
 }

@@ -81,6 +81,11 @@ impl Clients {
                 return Ok(Err(why));
             }
         };
+        if self.copies_operator_name(&checked.name).await? {
+            let why = super::COPIED_NAME.to_owned();
+            tracing::info!(url = %url, why = %why, "client metadata document refused");
+            return Ok(Err(why));
+        }
         let origin = ClientOrigin::MetadataDocument {
             url: url.to_owned(),
             fresh_until: now + fresh_ms.min(MAX_FRESH_MS),
@@ -97,8 +102,9 @@ impl Clients {
             scopes: checked.scopes,
             backchannel_logout_uri: None,
             id_token_alg: checked.id_token_alg,
-            // A stranger's client belongs to no organisation.
+            // A stranger's client belongs to no organisation, and introspects no one's tokens.
             org_id: None,
+            introspection: false,
             created_at: stored.as_ref().map_or(now, |c| c.created_at),
             updated_at: stored.as_ref().map_or(now, |c| now.max(c.updated_at + 1)),
             origin,

@@ -165,6 +165,8 @@ pub(super) fn new_client(
         id_token_alg: meta.id_token_signed_response_alg.clone(),
         // Never bound to an organisation: that is an operator's decision (docs/api.md §13).
         org_id: None,
+        // Nor a resource server that reads others' tokens (§6): the operator designates those.
+        introspection: Some(false),
     })
 }
 

@@ -26,6 +26,10 @@ mod spec;
 pub use metadata::ClientMetadata;
 pub use spec::{ClientChanges, NewClient};
 
+/// Why a self-registered client may not have the name it asked for.
+const COPIED_NAME: &str = "client_name is the name of an application this service's operator \
+                           registered: a client that registers itself must be named as itself";
+
 /// How long a client read from the database is believed without reading it again: a guarded
 /// service introspects on every request, and a database read per call cost about half of an
 /// introspection's time (BENCHMARKS.md). A removed or changed client is seen so everywhere within
@@ -142,6 +146,8 @@ impl Clients {
             created_at: now,
             org_id,
             updated_at: now,
+            // Only an operator designates a resource server that reads others' tokens.
+            introspection: checked.introspection && origin == ClientOrigin::Operator,
             origin,
         };
         self.core.store.insert_client(&client).await?;
@@ -181,6 +187,7 @@ impl Clients {
             scopes: checked.scopes,
             backchannel_logout_uri: checked.backchannel_logout_uri,
             id_token_alg: checked.id_token_alg,
+            introspection: checked.introspection && current.origin == ClientOrigin::Operator,
             // Never later than now, and always after the last change (clocks of two instances).
             updated_at: self.core.clock.now_ms().max(current.updated_at + 1),
             ..current
@@ -239,6 +246,17 @@ impl Clients {
             .ok_or_else(|| "is not a registered client".into()))
     }
 
+    /// The client of a `client_id` as far as this service knows it already: a registered
+    /// client, or a metadata document fetched before (fresh or not). Nothing is fetched: for the
+    /// pages that only name a client (sign-in, end-session without a hint), where a request of
+    /// anyone's must not make Gatehouse fetch a URL of theirs.
+    pub async fn known(&self, client_id: &str) -> Result<Option<Client>> {
+        if self.names_document(client_id) {
+            return self.core.store.client_by_metadata_url(client_id).await;
+        }
+        self.find_registered(client_id).await
+    }
+
     /// The client of a registry id (never a metadata document: nothing is fetched).
     async fn find_registered(&self, client_id: &str) -> Result<Option<Client>> {
         let Ok(id) = Uuid::parse_str(client_id) else {
@@ -283,6 +301,14 @@ impl Clients {
             self.core.throttle.client_failed_from(ip);
         }
         Ok(matched)
+    }
+
+    /// Whether a self-registered client's `name` reads as the name of one of the operator's
+    /// clients (`spec::name_skeleton`): on the consent page it would pass for that application.
+    pub(super) async fn copies_operator_name(&self, name: &str) -> Result<bool> {
+        let skeleton = spec::name_skeleton(name);
+        let names = self.core.store.operator_client_names().await?;
+        Ok(names.iter().any(|n| spec::name_skeleton(n) == skeleton))
     }
 
     /// An admin's reads are audited (§8); the operator's at the CLI are not, as before.

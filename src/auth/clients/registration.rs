@@ -129,6 +129,9 @@ impl Clients {
             .unwrap_or_else(|| "Unnamed client".to_owned());
         let new = metadata::new_client(&meta, auth_method, &fallback)?;
         let checked = new.check(true).map_err(refusal)?;
+        if self.copies_operator_name(&checked.name).await? {
+            return Err(metadata_error(super::COPIED_NAME).into());
+        }
         let id = Uuid::now_v7();
         let now = self.core.clock.now_ms();
         if let (RegistrationMode::Token, Some(token)) = (mode, bearer) {

@@ -34,6 +34,10 @@ pub struct NewClient {
     /// The organisation the client belongs to (docs/api.md §13); checked by `Clients::create`,
     /// which reads it.
     pub org_id: Option<Uuid>,
+    /// A resource server that may introspect tokens (RFC 7662); confidential clients only.
+    /// `None`: a confidential client given neither grants nor redirect URIs (§6's `clients add
+    /// NAME`, whose purpose that is) may, any other may not.
+    pub introspection: Option<bool>,
 }
 
 /// A change of a client: each `Some` field replaces the client's (`backchannel_logout_uri:
@@ -50,6 +54,7 @@ pub struct ClientChanges {
     pub scopes: Option<Vec<String>>,
     pub backchannel_logout_uri: Option<Option<String>>,
     pub id_token_alg: Option<String>,
+    pub introspection: Option<bool>,
 }
 
 impl ClientChanges {
@@ -63,6 +68,7 @@ impl ClientChanges {
             && self.scopes.is_none()
             && self.backchannel_logout_uri.is_none()
             && self.id_token_alg.is_none()
+            && self.introspection.is_none()
     }
 
     /// The client as it would be with these changes, as a `NewClient` to check again whole (a
@@ -105,6 +111,7 @@ impl ClientChanges {
                     .unwrap_or_else(|| client.id_token_alg.as_str().to_owned()),
             ),
             org_id: client.org_id,
+            introspection: Some(self.introspection.unwrap_or(client.introspection)),
         })
     }
 }
@@ -121,6 +128,7 @@ pub struct Checked {
     pub scopes: Vec<String>,
     pub backchannel_logout_uri: Option<String>,
     pub id_token_alg: SigningAlg,
+    pub introspection: bool,
 }
 
 impl NewClient {
@@ -131,6 +139,8 @@ impl NewClient {
     /// without a redirect URI no authorization can reach it.
     pub(super) fn check(self, asked_grants: bool) -> Result<Checked> {
         let mut v = Validator::new();
+        // Neither grants nor redirect URIs: §6's introspection client (`clients add NAME`).
+        let resource_server = self.grant_types.is_none() && self.redirect_uris.is_empty();
         let name = v.check("name", check_name(&self.name));
         let client_type = v.check(
             "type",
@@ -186,6 +196,15 @@ impl NewClient {
                 );
             }
         }
+        let introspection = self
+            .introspection
+            .unwrap_or(client_type == Some(ClientType::Confidential) && resource_server);
+        if client_type == Some(ClientType::Public) && introspection {
+            v.check::<()>(
+                "introspection",
+                Err("a public client cannot introspect: it keeps no secret".into()),
+            );
+        }
         if let (true, Some(grants), Some(uris)) = (asked_grants, &grant_types, &redirect_uris) {
             if grants.contains(&GrantType::AuthorizationCode) && uris.is_empty() {
                 v.check::<()>(
@@ -205,6 +224,7 @@ impl NewClient {
                 scopes: scopes?,
                 backchannel_logout_uri: backchannel_logout_uri?,
                 id_token_alg: id_token_alg?,
+                introspection,
             })
         })();
         v.finish(checked)
@@ -213,12 +233,47 @@ impl NewClient {
 
 fn check_name(name: &str) -> Result<String, String> {
     let name = name.trim();
-    if name.is_empty() || name.chars().count() > NAME_MAX || name.chars().any(char::is_control) {
-        return Err(format!(
-            "must be 1 to {NAME_MAX} characters, without control characters"
-        ));
+    if name.is_empty() || name.chars().count() > NAME_MAX {
+        return Err(format!("must be 1 to {NAME_MAX} characters"));
+    }
+    if name.chars().any(unseen) {
+        return Err(
+            "must not hold control, invisible or direction-changing characters (U+202E and the \
+             like): the consent page shows the name as it is"
+                .into(),
+        );
     }
     Ok(name.to_owned())
+}
+
+/// A character a name must not hold: controls, format characters (zero-width ones, and the
+/// bidirectional overrides that make "Acme\u{202E}lapyaP" read as another name), line and
+/// paragraph separators, private-use and unassigned code points. They draw nothing, or redraw
+/// what follows, so a name holding one can pass for another client's on the consent page.
+fn unseen(c: char) -> bool {
+    use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory as _};
+    matches!(
+        c.general_category(),
+        G::Control
+            | G::Format
+            | G::LineSeparator
+            | G::ParagraphSeparator
+            | G::PrivateUse
+            | G::Surrogate
+            | G::Unassigned
+    )
+}
+
+/// A name as people read it, for comparing two: compatibility forms folded (NFKC: fullwidth
+/// letters, ligatures), case ignored, spaces dropped. "Ａｃｍｅ  Billing" and "acme billing" are
+/// one name. (Look-alike letters of other scripts are not folded: the consent page names the
+/// host the browser returns to, and a self-registered client as such.)
+pub(super) fn name_skeleton(name: &str) -> String {
+    use unicode_normalization::UnicodeNormalization as _;
+    name.nfkc()
+        .flat_map(char::to_lowercase)
+        .filter(|c| !c.is_whitespace())
+        .collect()
 }
 
 /// Each URI checked (the first bad one named), duplicates dropped, order kept.
@@ -313,10 +368,61 @@ mod tests {
             name: "billing".into(),
             ..NewClient::default()
         };
+        let checked = introspection.check(false).unwrap();
+        assert_eq!(checked.grant_types, GrantType::DEFAULT);
+        // ... which is the one kind that introspects unless told otherwise (docs/api.md §6).
+        assert!(checked.introspection);
+        assert!(!web_app().check(false).unwrap().introspection);
+        let designated = NewClient {
+            introspection: Some(true),
+            ..web_app()
+        };
+        assert!(designated.check(false).unwrap().introspection);
+    }
+
+    #[test]
+    fn names_that_draw_as_another_are_refused() {
+        for bad in [
+            "Acme\u{202E}lapyaP",
+            "Acme\u{200B}Billing",
+            "Acme\u{2066}Billing\u{2069}",
+            "Acme\u{FEFF}",
+            "Acme\u{00AD}Billing",
+            "Acme\u{2028}Billing",
+            "Acme\u{E000}",
+            "Acme\u{0007}",
+        ] {
+            let client = NewClient {
+                name: bad.into(),
+                ..web_app()
+            };
+            assert_eq!(refused(client), ["name"], "{bad:?}");
+        }
+        for good in ["Zoë's Café", "東京 Billing", "Grafana (staging) – EU"] {
+            let client = NewClient {
+                name: good.into(),
+                ..web_app()
+            };
+            assert!(client.check(false).is_ok(), "{good:?}");
+        }
         assert_eq!(
-            introspection.check(false).unwrap().grant_types,
-            GrantType::DEFAULT
+            name_skeleton("Ａｃｍｅ  Billing"),
+            name_skeleton("acme billing")
         );
+        assert_ne!(
+            name_skeleton("Acme Billing"),
+            name_skeleton("Acme Billing 2")
+        );
+    }
+
+    #[test]
+    fn a_public_client_cannot_introspect() {
+        let client = NewClient {
+            client_type: Some("public".into()),
+            introspection: Some(true),
+            ..web_app()
+        };
+        assert_eq!(refused(client), ["introspection"]);
     }
 
     #[test]
@@ -348,6 +454,7 @@ mod tests {
             backchannel_logout_uri: Some("com.example.app:/logout".into()),
             id_token_alg: Some("HS256".into()),
             org_id: None,
+            introspection: None,
         };
         assert_eq!(
             refused(bad),

@@ -64,6 +64,8 @@ pub struct ClientView {
     origin: &'static str,
     /// A metadata-document client's `client_id` at the OAuth endpoints: its document's URL.
     metadata_url: Option<String>,
+    /// A resource server the operator lets introspect tokens (RFC 7662, docs/api.md §6).
+    introspection: bool,
 }
 
 impl From<Client> for ClientView {
@@ -87,6 +89,7 @@ impl From<Client> for ClientView {
             scopes: c.scopes,
             backchannel_logout_uri: c.backchannel_logout_uri,
             org_id: c.org_id,
+            introspection: c.introspection,
         }
     }
 }
@@ -159,6 +162,10 @@ struct CreateRequest {
     id_token_signed_response_alg: Option<String>,
     /// Binds the client to this organisation for good (docs/api.md §13).
     org_id: Option<Uuid>,
+    /// May introspect tokens (RFC 7662): a resource server of the operator's; confidential
+    /// clients only. Default: `true` for a confidential client given neither `grantTypes` nor
+    /// `redirectUris` (what such a client is for), else `false`.
+    introspection: Option<bool>,
 }
 
 fn uri_error() -> Error {
@@ -190,6 +197,7 @@ async fn create(
         backchannel_logout_uri: body.backchannel_logout_uri,
         id_token_alg: body.id_token_signed_response_alg,
         org_id: body.org_id,
+        introspection: body.introspection,
     };
     let (client, secret) = state.auth.clients.create(admin.op(), new).await?;
     Ok((
@@ -250,6 +258,9 @@ struct PatchRequest {
     #[serde(deserialize_with = "given")]
     #[schema(value_type = Option<String>, example = "ES256")]
     id_token_signed_response_alg: Option<Option<String>>,
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<bool>)]
+    introspection: Option<Option<bool>>,
 }
 
 impl PatchRequest {
@@ -265,6 +276,7 @@ impl PatchRequest {
             not_null(n, "postLogoutRedirectUris", self.post_logout_redirect_uris);
         let grant_types = not_null(n, "grantTypes", self.grant_types);
         let scopes = not_null(n, "scopes", self.scopes);
+        let introspection = not_null(n, "introspection", self.introspection);
         let id_token_alg = not_null(
             n,
             "idTokenSignedResponseAlg",
@@ -283,6 +295,7 @@ impl PatchRequest {
             scopes,
             backchannel_logout_uri: self.backchannel_logout_uri,
             id_token_alg,
+            introspection,
         })
     }
 }

@@ -1,5 +1,8 @@
-//! RFC 7662 introspection (docs/api.md §6), for confidential clients: services that check tokens
-//! with Gatehouse rather than verify them offline.
+//! RFC 7662 introspection (docs/api.md §6), for the resource servers the operator designates
+//! (confidential clients registered with `introspection`): services that check tokens with
+//! Gatehouse rather than verify them offline. Any other client is refused, and a token a client
+//! was given is described only as far as its scopes allow: a stranger's client that holds a
+//! token learns no more from here than userinfo would tell it.
 
 use std::net::SocketAddr;
 
@@ -80,12 +83,16 @@ struct IntrospectionAnswer {
     scope: Option<String>,
 }
 
-/// Introspect a token (RFC 7662), as a confidential client (`gatehouse clients add`).
+/// Introspect a token (RFC 7662), as a resource server the operator designated (`gatehouse
+/// clients add NAME`, or `--introspect`; `introspection` in the admin API).
 ///
 /// Form-encoded `token=…` (`token_type_hint` is accepted and not needed), the client's id and
 /// secret as HTTP Basic credentials (`client_secret_basic`) or as `client_id` and `client_secret`
-/// in the form (`client_secret_post`); public clients may not introspect. A live access token answers its claims with the account's
-/// current e-mail, name and roles; a client's token for itself (`client_credentials`) answers
+/// in the form (`client_secret_post`); public clients may not introspect (401), nor confidential
+/// ones without `introspection` (403 `unauthorized_client`). A live access token answers its
+/// claims with the account's current e-mail, name and roles, each only when the token's `scope`
+/// allows it if the token was issued to a client (`email`: `username` and `email_verified`;
+/// `profile`: `name`; `roles`: `roles`); a client's token for itself (`client_credentials`) answers
 /// `sub` = `client_id` = the client, its `scope` and (bound to one) `org_id`, while the client
 /// keeps the grant; a personal API key (`ghk_…`) answers `sub`, `username` and the owner's
 /// current name and roles, its `scope`, `token_type: "api_key"`, `org_id` when it names an
@@ -99,6 +106,7 @@ struct IntrospectionAnswer {
         (status = 200, description = "The token's state", body = IntrospectionAnswer),
         (status = 400, description = "No token, not a form, or two ways of client authentication", body = OAuthError),
         (status = 401, description = "Bad client credentials", body = OAuthError),
+        (status = 403, description = "The client is not one the operator lets introspect (unauthorized_client)", body = OAuthError),
         (status = 429, description = "Too many wrong client credentials from this address", body = OAuthError)))]
 async fn introspect(
     State(state): State<AppState>,
@@ -108,8 +116,10 @@ async fn introspect(
 ) -> Response {
     let ip = client_ip(peer.ip(), &headers, &state.trusted_proxies);
     let form = form_parameters(&headers, &body);
-    if let Err(refused) = calling_client(&state, &headers, form.as_deref(), ip, false).await {
-        return refused.into_plain_response();
+    match calling_client(&state, &headers, form.as_deref(), ip, false).await {
+        Ok(client) if client.introspection => {}
+        Ok(_) => return oauth_error(StatusCode::FORBIDDEN, "unauthorized_client"),
+        Err(refused) => return refused.into_plain_response(),
     }
     let token = form.as_deref().map(|f| single(f, "token"));
     let Some(Ok(Some(token))) = token else {
@@ -150,17 +160,28 @@ fn answer(live: Introspection) -> IntrospectionAnswer {
             org_id: client.org_id.map(|o| o.to_string()),
             ..common
         },
-        Holder::Person(who) => IntrospectionAnswer {
-            username: Some(who.email),
-            email_verified: Some(who.email_verified),
-            name: Some(who.full_name),
-            roles: Some(who.roles),
-            org_id: who.org.as_ref().map(|o| o.id.to_string()),
-            org_roles: who.org.map(|o| o.roles),
-            sid: Some(claims.sid.to_string()),
-            amr: Some(claims.amr),
-            ..common
-        },
+        Holder::Person(who) => {
+            // A token a client was given says what its scopes allow, as userinfo would; the
+            // person's own sign-in says everything.
+            let allows = |scope: &str| {
+                common
+                    .scope
+                    .as_deref()
+                    .is_none_or(|s| s.split(' ').any(|g| g == scope))
+            };
+            let (email, profile, roles) = (allows("email"), allows("profile"), allows("roles"));
+            IntrospectionAnswer {
+                username: Some(who.email).filter(|_| email),
+                email_verified: Some(who.email_verified).filter(|_| email),
+                name: Some(who.full_name).filter(|_| profile),
+                roles: Some(who.roles).filter(|_| roles),
+                org_id: who.org.as_ref().map(|o| o.id.to_string()),
+                org_roles: who.org.map(|o| o.roles),
+                sid: Some(claims.sid.to_string()),
+                amr: Some(claims.amr),
+                ..common
+            }
+        }
     }
 }
 

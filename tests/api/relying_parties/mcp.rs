@@ -76,7 +76,13 @@ async fn run_mcp_client(backend: Backend, registration: Registration) -> String 
     let introspector = add_client(
         app,
         "MCP server",
-        &["--grant", "client_credentials", "--scope", "contacts:read"],
+        &[
+            "--grant",
+            "client_credentials",
+            "--scope",
+            "contacts:read",
+            "--introspect",
+        ],
     );
     let registration = match registration {
         Registration::Operator => {

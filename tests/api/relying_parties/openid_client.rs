@@ -124,6 +124,8 @@ async fn openid_client_signs_in_with_a_client_of_each_id_token_algorithm(backend
             "client_credentials",
             "--id-token-alg",
             alg,
+            // The test introspects with each (docs/api.md §6: a resource server of the operator's).
+            "--introspect",
         ];
         args.extend_from_slice(&scopes);
         add_client(app, name, &args)
