@@ -51,6 +51,9 @@ impl Housekeeping {
             .await?
             + self
                 .purge(Purge::RevokedSessions, ended_before, longest)
+                .await?
+            + self
+                .purge(Purge::ExpiredTokenRevocations, ended_before, longest)
                 .await?;
         p.refresh_tokens =
             (self.purge(Purge::ConsumedRefreshTokens, consumed_before, longest)).await?;

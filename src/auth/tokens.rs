@@ -369,6 +369,18 @@ impl Tokens {
         Ok(claims)
     }
 
+    /// A client's token for itself (`client_credentials`) signed here and not expired: the
+    /// client, the token's `sid` (its own: it names no session row) and its `exp` (ms, leeway
+    /// included). `None` for anything else.
+    pub fn client_token(&self, token: &str) -> Option<(Uuid, Uuid, i64)> {
+        let claims = self.verify_access(token).ok()?;
+        let client_only = claims.client_id.as_deref() == Some(claims.sub.to_string().as_str());
+        client_only.then(|| {
+            let until = claims.exp.saturating_mul(1000).saturating_add(LEEWAY_MS);
+            (claims.sub, claims.sid, until)
+        })
+    }
+
     /// The session (and its holder) of an access or refresh token signed here, whether or not
     /// it has expired: RFC 7009 revocation of a token that lapsed a moment ago still ends its
     /// session. `None` for anything else.

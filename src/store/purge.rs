@@ -57,11 +57,14 @@ pub enum Purge {
     ExpiredFederationFlows,
     /// Finished sign-ins through another provider the pages never collected.
     ExpiredFederationHandoffs,
+    /// Revocations of single access tokens (a client's token for itself) whose token expired
+    /// before the cut-off.
+    ExpiredTokenRevocations,
 }
 
 impl Purge {
     /// The batch statement, for SQLite and for PostgreSQL: `$1` the cut-off, `$2` the most rows to
-    /// delete. Each subquery filters on an indexed column (migrations 0001, 0003, 0005, 0022 and 0023), so a
+    /// delete. Each subquery filters on an indexed column (migrations 0001, 0003, 0005, 0022, 0023 and 0024), so a
     /// batch starts at the oldest rows instead of scanning past the ones it keeps.
     pub(super) const fn sql(self) -> (&'static str, &'static str) {
         match self {
@@ -78,6 +81,7 @@ impl Purge {
             Purge::ExpiredRegistrationTokens => PURGE_EXPIRED_REGISTRATION_TOKENS,
             Purge::ExpiredFederationFlows => PURGE_EXPIRED_FEDERATION_FLOWS,
             Purge::ExpiredFederationHandoffs => PURGE_EXPIRED_FEDERATION_HANDOFFS,
+            Purge::ExpiredTokenRevocations => PURGE_EXPIRED_TOKEN_REVOCATIONS,
         }
     }
 }
@@ -143,6 +147,8 @@ pub(super) const PURGE_EXPIRED_FEDERATION_FLOWS: Texts =
     purge_sql!("federation_flows", "binding_hash", "expires_at");
 pub(super) const PURGE_EXPIRED_FEDERATION_HANDOFFS: Texts =
     purge_sql!("federation_handoffs", "binding_hash", "expires_at");
+pub(super) const PURGE_EXPIRED_TOKEN_REVOCATIONS: Texts =
+    purge_sql!("token_revocations", "sid", "expires_at");
 
 impl Store {
     /// Deletes at most `limit` rows of `kind` older than `before`, in a transaction of its own;

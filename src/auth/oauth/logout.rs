@@ -31,10 +31,20 @@ pub struct Logouts {
 }
 
 impl Logouts {
-    /// RFC 7009: a refresh or an access token of `client` ends its session. Anything else (a
-    /// token of another client or of the person's own sign-in, an unknown or malformed one)
-    /// changes nothing, and the caller answers 200 all the same (§2.2).
+    /// RFC 7009: a refresh or an access token of `client` ends its session; the client's token
+    /// for itself ends alone (it has no session), on every instance within `live::SYNC_INTERVAL`.
+    /// Anything else (a token of another client or of the person's own sign-in, an unknown or
+    /// malformed one) changes nothing, and the caller answers 200 all the same (§2.2).
     pub async fn revoke(&self, client: &Client, token: &str) -> Result<bool> {
+        if let Some((owner, sid, until)) = self.core.tokens.client_token(token) {
+            if owner != client.id {
+                return Ok(false);
+            }
+            let now = self.core.clock.now_ms();
+            self.core.store.revoke_token(sid, now, until).await?;
+            self.core.live.revoked(&[sid], now);
+            return Ok(true);
+        }
         let Some((user, sid)) = self.core.tokens.session_of(token) else {
             return Ok(false);
         };

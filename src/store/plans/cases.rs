@@ -12,8 +12,9 @@ use crate::store::orgs::MEMBERSHIPS_OF;
 use crate::store::purge::{
     PURGE_CONSUMED_REFRESH_TOKENS, PURGE_EXPIRED_CHALLENGES, PURGE_EXPIRED_CODES,
     PURGE_EXPIRED_FEDERATION_FLOWS, PURGE_EXPIRED_FEDERATION_HANDOFFS, PURGE_EXPIRED_MAIL_TOKENS,
-    PURGE_EXPIRED_ORG_INVITATIONS, PURGE_EXPIRED_REGISTRATION_TOKENS, PURGE_IDLE_THROTTLES,
-    PURGE_LAPSED_SESSIONS, PURGE_OLD_AUDIT_EVENTS, PURGE_REVOKED_SESSIONS,
+    PURGE_EXPIRED_ORG_INVITATIONS, PURGE_EXPIRED_REGISTRATION_TOKENS,
+    PURGE_EXPIRED_TOKEN_REVOCATIONS, PURGE_IDLE_THROTTLES, PURGE_LAPSED_SESSIONS,
+    PURGE_OLD_AUDIT_EVENTS, PURGE_REVOKED_SESSIONS,
 };
 use crate::store::sessions::{
     ACTIVE_SESSIONS, CURRENT_REFRESH, REFRESH_BY_JTI, REVOKED_SINCE, ROTATE_POSTGRES,
@@ -136,7 +137,12 @@ pub(super) fn cases() -> Vec<Case> {
             "uuid",
             UUID,
         ),
-        case("revocation poll", REVOKED_SINCE, "bigint", "4990"),
+        case(
+            "revocation poll",
+            REVOKED_SINCE,
+            "bigint, bigint",
+            "4990, 9223372036854775807",
+        ),
         case(
             "changed accounts poll (forward-auth's directory)",
             USERS_CHANGED_SINCE,
@@ -295,6 +301,12 @@ pub(super) fn cases() -> Vec<Case> {
         purge(
             "purge: expired federation handoffs",
             PURGE_EXPIRED_FEDERATION_HANDOFFS,
+            "bigint, bigint",
+            "100, 500",
+        ),
+        purge(
+            "purge: revocations of expired single tokens",
+            PURGE_EXPIRED_TOKEN_REVOCATIONS,
             "bigint, bigint",
             "100, 500",
         ),

@@ -18,8 +18,8 @@ use cases::{Case, cases};
 /// Rows enough that a planner weighs an index against a scan as it would in production: 5 000
 /// accounts, each with a session (1 % revoked) and its refresh token (10 % consumed), contacts,
 /// challenges, throttle keys, audit events, mailed tokens, passkeys (a third of the accounts),
-/// authorization codes, invitations, registration tokens, and federation flows and handoffs. `{id}` and `{bytes}` are each
-/// backend's random UUID and byte string.
+/// authorization codes, invitations, registration tokens, federation flows and handoffs, and
+/// revoked single tokens. `{id}` and `{bytes}` are each backend's random UUID and byte string.
 const SEED: &str = "
 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 5000)
 INSERT INTO users (id, email, email_normalized, full_name, password_hash, created_at, updated_at)
@@ -76,6 +76,8 @@ SELECT {bytes}, 'up', {bytes}, 'n', {bytes}, '/account', 'sign_in',
        created_at + 600 FROM sessions;
 INSERT INTO federation_handoffs (binding_hash, outcome, expires_at)
 SELECT {bytes}, {bytes}, created_at + 60 FROM users;
+INSERT INTO token_revocations (sid, revoked_at, expires_at)
+SELECT {id}, created_at, created_at + 5000 FROM users;
 ANALYZE;
 ";
 
