@@ -274,16 +274,26 @@ fn is_unique_violation(error: &sqlx::Error) -> bool {
 }
 
 /// The driver's error as the service's: connection-level failures mean the database is away,
-/// which the service rides out (503); anything else (a constraint we did not expect, bad SQL) is
-/// a bug (500).
+/// which the service rides out (503); a write naming a row deleted meanwhile is `NotFound`
+/// (`vanished`); anything else (a constraint we did not expect, bad SQL) is a bug (500).
 pub(crate) fn db_error(error: sqlx::Error) -> Error {
     if matches!(error, sqlx::Error::PoolTimedOut | sqlx::Error::PoolClosed)
         || connection_lost(&error)
     {
         Error::Unavailable(error.into())
+    } else if matches!(&error, sqlx::Error::Database(e) if e.is_foreign_key_violation()) {
+        vanished(error.into())
     } else {
         Error::Internal(error.into())
     }
+}
+
+/// A write that names a row deleted meanwhile (a client, an account or an organisation removed
+/// by another instance or the CLI, which this instance still held in memory): answered as if
+/// the row were gone already, never as a fault of the service.
+pub(crate) fn vanished(cause: anyhow::Error) -> Error {
+    tracing::info!(error = %cause, "a write named a row that is gone");
+    Error::NotFound
 }
 
 /// Whether `error` means the connection it came from is gone or unusable: a transport failure, or

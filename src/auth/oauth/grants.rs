@@ -11,6 +11,7 @@ use crate::model::oauth::Redemption;
 use crate::model::orgs::Membership;
 use crate::model::{
     Client, ClientGrant, ClientInfo, EndReason, GrantType, RefreshRecord, Session, User,
+    is_multi_factor,
 };
 use crate::store::sessions::NewSession;
 
@@ -55,6 +56,20 @@ fn same_target(request: &TokenRequest, granted: Option<&str>, audience: &str) ->
         )),
         _ => Ok(()),
     }
+}
+
+/// The scopes of `scope` the client is still registered for; none left is `invalid_grant`.
+fn still_allowed(client: &Client, scope: Vec<String>) -> Outcome<Vec<String>> {
+    let kept: Vec<String> = scope
+        .into_iter()
+        .filter(|s| client.allows_scope(s))
+        .collect();
+    if kept.is_empty() {
+        return Err(invalid_grant(
+            "the client is no longer registered for any of the authorization's scopes",
+        ));
+    }
+    Ok(kept)
 }
 
 fn required<'a>(value: &'a Option<String>, name: &str) -> Outcome<&'a str> {
@@ -180,11 +195,21 @@ impl Provider {
         // The organisation it was authorized in must still be the person's.
         let org = match code.org_id {
             None => None,
-            Some(org) => Some(self.core.store.membership(org, user.id).await?.ok_or_else(
-                || invalid_grant("the person is no longer a member of the organisation"),
-            )?),
+            Some(org) => Some(
+                (self.core.store.membership(org, user.id).await?)
+                    .filter(|m| m.admits(is_multi_factor(&code.amr)))
+                    .ok_or_else(|| {
+                        invalid_grant(
+                            "the person is no longer a member of the organisation, or it now \
+                             asks for a second factor this sign-in did not have",
+                        )
+                    })?,
+            ),
         };
-        let offline = code.scope.iter().any(|s| s == scopes::OFFLINE_ACCESS);
+        // As at refresh: what the operator took from the client since the authorization is not
+        // issued.
+        let scope = still_allowed(client, code.scope.clone())?;
+        let offline = scope.iter().any(|s| s == scopes::OFFLINE_ACCESS);
         let lifetime = if offline {
             self.core.settings.refresh_ttl.as_millis() as i64
         } else {
@@ -200,7 +225,7 @@ impl Provider {
         };
         let grant = ClientGrant {
             client_id: client.id,
-            scope: code.scope.clone(),
+            scope: scope.clone(),
             parent_id: Some(code.parent_id),
             auth_time: code.auth_time,
             audience: code.audience.clone(),
@@ -220,7 +245,12 @@ impl Provider {
                 grant: Some(&grant),
                 org_id: code.org_id,
             })
-            .await?;
+            .await
+            .map_err(|e| match e {
+                // The client or the account was removed since the code was redeemed.
+                Error::NotFound => invalid_grant("the client or the account is gone"),
+                other => other.into(),
+            })?;
         if !opened {
             return Err(invalid_grant(
                 "the account was disabled or its password changed",
@@ -243,7 +273,7 @@ impl Provider {
             &user,
             &session,
             &grant,
-            &code.scope,
+            &scope,
             code.nonce.as_deref(),
             offline.then_some(&refresh),
             org.as_ref(),
@@ -294,6 +324,10 @@ impl Provider {
                 asked
             }
         };
+        // A scope the operator has taken from the client since is issued no more, to the end of
+        // the authorization (docs/api.md §11): the client's registration is read within
+        // `CLIENT_CACHE_MS`, so the change reaches every instance's next refresh.
+        let scope = still_allowed(client, scope)?;
         // As a person's refresh keeps their active organisation while they are its member
         // (docs/api.md §13); a client bound to it has no use without it.
         let org = self.core.kept_org(&renewed.session).await?;

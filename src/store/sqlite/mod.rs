@@ -204,8 +204,14 @@ pub(super) fn uuid_opt(
 }
 
 /// The driver's error as the service's (as `store::db_error` for sqlx): a database that cannot
-/// be opened or stays locked by another process is away (503); anything else is a bug (500).
+/// be opened or stays locked by another process is away (503); a write naming a row deleted
+/// meanwhile is `NotFound` (`store::vanished`); anything else is a bug (500).
 fn error(error: rusqlite::Error) -> Error {
+    if let rusqlite::Error::SqliteFailure(e, _) = &error {
+        if e.extended_code == rusqlite::ffi::SQLITE_CONSTRAINT_FOREIGNKEY {
+            return super::vanished(error.into());
+        }
+    }
     let unavailable = unavailable(&error);
     classify(unavailable, error.into())
 }
