@@ -59,6 +59,10 @@ function ask(consent, orgId) {
 
 /** Follows an answer; true when the page stays (the consent screen). */
 async function follow(answer) {
+  if (answer.redirectTo && answer.confirmRedirect) {
+    showUnvouched(answer.redirectTo);
+    return false;
+  }
   if (answer.redirectTo) {
     location.replace(answer.redirectTo);
     return false;
@@ -74,8 +78,28 @@ async function follow(answer) {
   return false;
 }
 
+/**
+ * An error for a self-registered application the person has not used here (docs/api.md §11):
+ * said, with the way back as a link naming its host, never followed at once.
+ */
+function showUnvouched(to) {
+  const url = new URL(to);
+  const description = url.searchParams.get("error_description") ?? url.searchParams.get("error");
+  $("unvouched-text").textContent = `The request cannot be completed: ${description}.`;
+  $("unvouched-host").textContent = url.host;
+  const link = $("unvouched-link");
+  link.href = url.href;
+  link.textContent = `Continue to ${url.host}`;
+  $("working").hidden = true;
+  $("consent").hidden = true;
+  $("unvouched").hidden = false;
+  focus($("unvouched-title"));
+}
+
 async function showConsent(answer) {
   $("client-name").textContent = answer.client.name;
+  $("redirect-host").textContent = answer.client.redirectHost;
+  $("self-registered").hidden = !answer.client.selfRegistered;
   const list = $("scopes");
   list.replaceChildren(
     ...answer.scopes.map((scope) => {

@@ -20,6 +20,7 @@ use crate::oauth_helpers::{
 };
 
 both_backends!(
+    pages_that_only_name_a_client_fetch_no_document,
     a_metadata_document_client_completes_the_code_flow,
     hostile_documents_are_refused_and_nothing_is_kept,
     private_addresses_are_refused_without_the_test_switch,
@@ -280,4 +281,50 @@ async fn private_addresses_are_refused_without_the_test_switch(backend: Backend)
     }
     assert_eq!(docs.hits("good.json"), 0);
     assert_eq!(clients_count(&app).await, 0);
+}
+
+/// Issue 38, F11: the sign-in page and end-session without a hint only name a client; a link
+/// naming a document's URL makes Gatehouse fetch nothing (only the authorization, and a valid
+/// `id_token_hint` whose audience it is, may), and a document fetched before is still named.
+async fn pages_that_only_name_a_client_fetch_no_document(backend: Backend) {
+    let docs = serve_documents().await;
+    let app = provider_app(backend, documents_on(true)).await;
+    let unseen = docs.url("good.json");
+    let encoded = |s: &str| form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let page = |path: String| {
+        let app = &app;
+        async move {
+            let response = app.client.get(app.url(&path)).send().await.unwrap();
+            (response.status().as_u16(), response.text().await.unwrap())
+        }
+    };
+    let (status, body) = page(format!("/sign-in?client_id={}", encoded(&unseen))).await;
+    assert_eq!(status, 200);
+    assert!(
+        !body.contains("Loopback Agent"),
+        "named before it was fetched"
+    );
+    let (status, _) = page(format!(
+        "/oauth2/end-session?client_id={}&post_logout_redirect_uri={}",
+        encoded(&unseen),
+        encoded(REDIRECT)
+    ))
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        docs.hits("good.json"),
+        0,
+        "a bare link fetched the document"
+    );
+
+    // Once an authorization fetched it, the sign-in page names it, still without a fetch.
+    let (person, _) = app.logged_in_user("ada@example.com").await;
+    let (_, challenge) = pkce();
+    authorize(&app, &person, request(&unseen, &challenge))
+        .await
+        .data(200);
+    assert_eq!(docs.hits("good.json"), 1);
+    let (_, body) = page(format!("/sign-in?client_id={}", encoded(&unseen))).await;
+    assert!(body.contains("Loopback Agent"), "{body}");
+    assert_eq!(docs.hits("good.json"), 1);
 }

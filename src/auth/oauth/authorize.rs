@@ -52,6 +52,12 @@ pub struct Person {
 pub enum Authorization {
     /// Back to the client: its redirect URI with `code` or `error`, and `state` and `iss`.
     Redirect(String),
+    /// An error for a self-registered client the person has not dealt with (no consent given, none
+    /// refused on the consent screen): its redirect URI with `error`, to offer as a link naming its
+    /// host, never to follow at once. Anyone can register a client with any redirect URI, and
+    /// a redirect from this origin to it on a crafted request would make Gatehouse an open
+    /// redirector (RFC 9700 §4.11.2).
+    Unvouched(String),
     /// The person must allow the client these scopes (those not consented yet), in one of the
     /// organisations offered (or none, unless the client is bound to one).
     ConsentRequired {
@@ -71,6 +77,9 @@ struct Checked<'a> {
     /// `request.redirect_uri`, parsed.
     redirect: Url,
     issuer: &'a str,
+    /// Whether an error may be redirected at once: an operator's client, or one the person has
+    /// dealt with (a consent given before, or the consent screen answered now).
+    vouched: bool,
 }
 
 impl Checked<'_> {
@@ -90,7 +99,10 @@ impl Checked<'_> {
     }
 
     fn error(&self, error: &str, description: &str) -> Authorization {
-        self.back(&[("error", error), ("error_description", description)])
+        match self.back(&[("error", error), ("error_description", description)]) {
+            Authorization::Redirect(to) if !self.vouched => Authorization::Unvouched(to),
+            other => other,
+        }
     }
 }
 
@@ -142,6 +154,15 @@ pub(super) fn pkce_matches(verifier: &str, challenge: &str) -> bool {
         )
 }
 
+/// A write that found the client gone (removed on another instance or by the CLI while this one
+/// still held it, for up to `CLIENT_CACHE_MS`): answered as the removed client is everywhere.
+fn client_gone(error: Error) -> Error {
+    match error {
+        Error::NotFound => Error::field("clientId", "is not a registered client"),
+        other => other,
+    }
+}
+
 impl Provider {
     /// The client and redirect URI of a request, which must be known before anything can go back
     /// to it: `VALIDATION_ERROR` otherwise (an error page, never a redirect).
@@ -182,15 +203,24 @@ impl Provider {
         let Ok(redirect) = Url::parse(&request.redirect_uri) else {
             return Err(Error::field("redirectUri", "is not a URL"));
         };
-        let checked = Checked {
+        let vouched = !client.self_registered() || request.consent.is_some();
+        let mut checked = Checked {
             client,
             request,
             redirect,
             issuer: &issuer,
+            vouched,
         };
         let (scopes, prompt) = match self.check(&checked) {
             Ok(ok) => ok,
-            Err((error, description)) => return Ok(checked.error(error, &description)),
+            Err((error, description)) => {
+                if let (false, Some(person)) = (checked.vouched, person) {
+                    let store = &self.core.store;
+                    checked.vouched =
+                        (store.consent(person.user_id, checked.client.id).await?).is_some();
+                }
+                return Ok(checked.error(error, &description));
+            }
         };
         let Some(person) = person else {
             return Ok(if prompt.none {
@@ -217,6 +247,15 @@ impl Provider {
         if session.grant.is_some() {
             return Err(Error::Forbidden);
         }
+        let remembered = if checked.client.first_party {
+            None
+        } else {
+            self.core
+                .store
+                .consent(person.user_id, checked.client.id)
+                .await?
+        };
+        checked.vouched |= remembered.is_some();
         let now = self.core.clock.now_ms();
         let auth_time = session.created_at;
         let too_old = request
@@ -232,14 +271,6 @@ impl Provider {
         if request.consent == Some(false) {
             return Ok(checked.error("access_denied", "the person did not allow it"));
         }
-        let remembered = if checked.client.first_party {
-            None
-        } else {
-            self.core
-                .store
-                .consent(person.user_id, checked.client.id)
-                .await?
-        };
         let consenting = request.consent == Some(true);
         let choice = self
             .org_choice(
@@ -302,7 +333,8 @@ impl Provider {
                 self.core
                     .store
                     .put_consent(person.user_id, checked.client.id, &consent, now)
-                    .await?;
+                    .await
+                    .map_err(client_gone)?;
             }
         }
         let code = random_token();
@@ -323,7 +355,8 @@ impl Provider {
         self.core
             .store
             .insert_code(&sha256(code.as_bytes()), &record)
-            .await?;
+            .await
+            .map_err(client_gone)?;
         Ok(checked.back(&[("code", &code)]))
     }
 

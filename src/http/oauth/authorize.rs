@@ -77,6 +77,13 @@ struct ClientView {
     client_id: String,
     name: String,
     first_party: bool,
+    /// Registered by no operator (RFC 7591, or a client ID metadata document): its name is its
+    /// own word, and the consent screen says so.
+    self_registered: bool,
+    /// The host the browser returns to (the request's redirect URI): what the person can check
+    /// a name against.
+    #[schema(example = "app.example.com")]
+    redirect_host: String,
 }
 
 /// One of three answers.
@@ -84,9 +91,15 @@ struct ClientView {
 #[serde(untagged)]
 enum AuthorizeAnswer {
     /// Where the browser goes now: the redirect URI with `code`, `state` and `iss`, or with
-    /// `error`, `error_description`, `state` and `iss`.
+    /// `error`, `error_description`, `state` and `iss`. `confirmRedirect: true` (an error for a
+    /// self-registered client the person has not dealt with): show the host and let the person
+    /// follow it, never follow it at once.
     #[serde(rename_all = "camelCase")]
-    Redirect { redirect_to: String },
+    Redirect {
+        redirect_to: String,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        confirm_redirect: bool,
+    },
     /// The person must allow these scopes (those not consented to yet); ask, then call again with
     /// `consent: true` (or `false`).
     #[serde(rename_all = "camelCase")]
@@ -135,6 +148,7 @@ async fn authorize(
     AppJson(body): AppJson<AuthorizeBody>,
 ) -> Result<Answer<AuthorizeAnswer>> {
     state.require_provider()?;
+    let redirect_uri = body.redirect_uri.clone();
     let request = AuthorizeRequest {
         client_id: body.client_id,
         redirect_uri: body.redirect_uri,
@@ -155,7 +169,14 @@ async fn authorize(
         session_id: who.session_id,
     };
     let answer = match state.auth.oauth.authorize(&request, Some(person)).await? {
-        Authorization::Redirect(redirect_to) => AuthorizeAnswer::Redirect { redirect_to },
+        Authorization::Redirect(redirect_to) => AuthorizeAnswer::Redirect {
+            redirect_to,
+            confirm_redirect: false,
+        },
+        Authorization::Unvouched(redirect_to) => AuthorizeAnswer::Redirect {
+            redirect_to,
+            confirm_redirect: true,
+        },
         Authorization::ConsentRequired {
             client,
             scopes,
@@ -164,8 +185,13 @@ async fn authorize(
             consent_required: true,
             client: ClientView {
                 client_id: client.client_id(),
+                self_registered: client.self_registered(),
                 name: client.name,
                 first_party: client.first_party,
+                redirect_host: url::Url::parse(&redirect_uri)
+                    .ok()
+                    .and_then(|u| u.host_str().map(str::to_owned))
+                    .unwrap_or_default(),
             },
             scopes,
             organisations: orgs

@@ -3,8 +3,9 @@
 //! session begun from it end at once; without one, a page asks the person first, and its form
 //! posts back a confirmation bound to the browser's session (no other site can forge it, and the
 //! `SameSite=Lax` cookie does not travel with another site's POST anyway). Then the browser goes
-//! to the client's `post_logout_redirect_uri` if it is registered for that client, else to a
-//! page saying it is signed out.
+//! to the client's `post_logout_redirect_uri` if it is registered for that client and the client
+//! is vouched for (a valid hint, or an operator's client), else to a page saying it is signed
+//! out, which offers a self-registered client's URI as a link naming its host.
 
 use axum::body::Bytes;
 use axum::extract::{RawQuery, State};
@@ -54,11 +55,13 @@ impl Request {
 /// relying party.
 ///
 /// Query `id_token_hint` (an ID token of this issuer, expired or not), `post_logout_redirect_uri`
-/// (followed only if registered for the client), `state`, `client_id`. With a valid hint the
-/// person's session and every client session begun from it end, and the browser goes to the
-/// redirect URI (303, with `state`) or to a page saying it is signed out; without one, an HTML
-/// page asks for confirmation first. Errors are pages or the envelope (404 while the provider is
-/// off), never a redirect to an unregistered URI.
+/// (followed only if registered for the client), `state`, `client_id` (with a hint, it must be
+/// the hint's audience: else 400 and nothing ends). With a valid hint the person's session and
+/// every client session begun from it end, and the browser goes to the redirect URI (303, with
+/// `state`) or to a page saying it is signed out; without one, an HTML page asks for
+/// confirmation first, and a self-registered client's redirect URI is offered on the signed-out
+/// page as a link (never a 303 on its word alone). Errors are pages or the envelope (404 while the
+/// provider is off), never a redirect to an unregistered URI.
 #[utoipa::path(get, path = "/oauth2/end-session", tag = "oauth",
     params(
         ("id_token_hint" = Option<String>, Query, description = "An ID token this issuer signed"),
@@ -69,6 +72,7 @@ impl Request {
     responses(
         (status = 200, description = "A page: the confirmation, or signed out", content_type = "text/html", body = String),
         (status = 303, description = "Signed out; to the post-logout redirect URI"),
+        (status = 400, description = "A page: client_id is not the hint's client; nothing ended", content_type = "text/html", body = String),
         (status = 404, description = "The OpenID provider is off")))]
 async fn end_session_get(
     State(state): State<AppState>,
@@ -123,23 +127,46 @@ async fn run(
     state.require_provider()?;
     let logouts = &state.auth.logouts;
     let hint = req.id_token_hint.as_deref().and_then(|t| logouts.hint(t));
-    // The client: the hint's audience, or `client_id`; when both are given they must agree.
-    let client_id = match (
-        hint.as_ref().map(|h| h.client.as_str()),
-        req.client_id.as_deref(),
-    ) {
-        (Some(a), Some(b)) if a != b => None,
-        (a, b) => a.or(b),
+    // RP-Initiated Logout §2: with both, `client_id` must be the hint's audience. A hint paired
+    // with another client's id is no request of either client's: nothing ends.
+    if let (Some(hint), Some(client_id)) = (&hint, req.client_id.as_deref()) {
+        if hint.client != client_id {
+            let page = state.pages.render_form(
+                "signed-out",
+                context! {
+                    mismatch => true,
+                    ended => false,
+                    return_url => None::<String>,
+                    return_host => None::<String>,
+                    client_name => None::<String>,
+                },
+            )?;
+            let answer = (StatusCode::BAD_REQUEST, Html(page)).into_response();
+            return Ok(with_page_headers(answer, None));
+        }
+    }
+    // The client: the hint's audience (an ID token of ours proves it was given tokens, so its
+    // metadata document may be read), else `client_id`, known already: a bare link must not make
+    // Gatehouse fetch a URL of its author's (docs/api.md §12).
+    let client: Option<Client> = match (&hint, req.client_id.as_deref()) {
+        (Some(hint), _) => state.auth.clients.find(&hint.client).await?,
+        (None, Some(id)) => state.auth.clients.known(id).await?,
+        (None, None) => None,
     };
-    let client: Option<Client> = match client_id {
-        Some(id) => state.auth.clients.find(id).await?,
-        None => None,
-    };
-    let redirect = req.post_logout_redirect_uri.as_deref().filter(|uri| {
+    let registered = req.post_logout_redirect_uri.as_deref().filter(|uri| {
         client
             .as_ref()
             .is_some_and(|c| c.allows_post_logout_redirect(uri))
     });
+    // Followed at once only for an operator's client, or with a valid hint: a self-registered
+    // client's URI is anyone's (open registration), and a 303 from this origin to it without
+    // proof would make Gatehouse a phishing link's first hop. Else the page offers it as a link.
+    let vouched = hint.is_some() || client.as_ref().is_some_and(|c| !c.self_registered());
+    let (redirect, offered) = match registered {
+        Some(uri) if vouched => (Some(uri), None),
+        Some(uri) => (None, Some(uri)),
+        None => (None, None),
+    };
     let browser = browser_person(state, headers).await?;
     let confirmed = posted
         && match (browser, req.confirm.as_deref()) {
@@ -152,7 +179,7 @@ async fn run(
                 confirm => logouts.confirmation(person),
                 client_id => client.as_ref().map(|c| c.id.to_string()),
                 client_name => client.as_ref().map(|c| c.name.clone()),
-                post_logout_redirect_uri => redirect,
+                post_logout_redirect_uri => registered,
                 state => req.state.as_deref(),
             };
             let page = state.pages.render_form("end-session", form)?;
@@ -165,17 +192,27 @@ async fn run(
         0
     };
     let clear = clear_cookie(&state.browser);
-    if let Some(uri) = redirect {
-        if let Ok(mut url) = url::Url::parse(uri) {
+    let with_state = |uri: &str| {
+        url::Url::parse(uri).ok().map(|mut url| {
             if let Some(s) = req.state.as_deref() {
                 url.query_pairs_mut().append_pair("state", s);
             }
-            return Ok(([(header::SET_COOKIE, clear)], Redirect::to(url.as_str())).into_response());
-        }
+            url
+        })
+    };
+    if let Some(url) = redirect.and_then(with_state) {
+        return Ok(([(header::SET_COOKIE, clear)], Redirect::to(url.as_str())).into_response());
     }
+    let link = offered.and_then(with_state);
     let page = state.pages.render_form(
         "signed-out",
-        context! { ended => ended > 0 || browser.is_some() && confirmed },
+        context! {
+            mismatch => false,
+            ended => ended > 0 || browser.is_some() && confirmed,
+            return_url => link.as_ref().map(url::Url::as_str),
+            return_host => link.as_ref().and_then(|u| u.host_str().map(str::to_owned)),
+            client_name => client.as_ref().filter(|_| link.is_some()).map(|c| c.name.clone()),
+        },
     )?;
     let answer = (StatusCode::OK, [(header::SET_COOKIE, clear)], Html(page)).into_response();
     Ok(with_page_headers(answer, None))

@@ -1,6 +1,7 @@
 //! `GET /oauth2/authorize` (docs/api.md §11): the authorization page. The request is checked
 //! here first: an unknown client or an unregistered redirect URI is an error page (never a
-//! redirect), any other fault goes back to the client at once, and `prompt=none` is answered here
+//! redirect), any other fault goes back to the client at once (a self-registered client's only as
+//! a link, unless the person has dealt with it), and `prompt=none` is answered here
 //! from the browser's session cookie (§6b) without a page. Otherwise the page's script signs the
 //! person in (through `/sign-in`, which comes back here), asks consent, and calls
 //! `POST /api/v1/oauth2/authorize` with the person's token: the consent is sent with a bearer
@@ -64,6 +65,32 @@ fn error_page(state: &AppState, error: &Error) -> Result<Response, Error> {
     };
     let options = PageOptions {
         client_name: Some(reason.to_owned()),
+        form: minijinja::context! { return_url => None::<String>, return_host => None::<String> },
+        ..PageOptions::default()
+    };
+    let body = state
+        .pages
+        .render_page("authorize-error", None, super::ACCOUNT, &options)?;
+    Ok((StatusCode::BAD_REQUEST, Html(body)).into_response())
+}
+
+/// An error for a self-registered client the person has not dealt with: said here, with its
+/// redirect URI as a link naming the host (never followed at once: docs/api.md §11).
+fn unvouched_page(state: &AppState, name: &str, to: &str) -> Result<Response, Error> {
+    let url = url::Url::parse(to).map_err(|_| Error::field("redirectUri", "is not a URL"))?;
+    let description = url
+        .query_pairs()
+        .find(|(k, _)| k == "error_description")
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_default();
+    let options = PageOptions {
+        client_name: Some(format!(
+            "{name} sent a request this service cannot complete: {description}."
+        )),
+        form: minijinja::context! {
+            return_url => to,
+            return_host => url.host_str(),
+        },
         ..PageOptions::default()
     };
     let body = state
@@ -110,8 +137,15 @@ pub(super) async fn page(
     };
     // Without a person this only judges the request: a fault comes back as a redirect, a good
     // request as LoginRequired, and the page takes over.
-    match oauth.authorize(&request, person).await? {
+    let authorization = match oauth.authorize(&request, person).await {
+        Ok(authorization) => authorization,
+        // The client was removed meanwhile (another instance, the CLI).
+        Err(error @ Error::Validation(_)) => return error_page(&state, &error),
+        Err(error) => return Err(error),
+    };
+    match authorization {
         Authorization::Redirect(to) => Ok(Redirect::to(&to).into_response()),
+        Authorization::Unvouched(to) => unvouched_page(&state, &client.name, &to),
         Authorization::ConsentRequired { .. } | Authorization::LoginRequired => {
             let options = PageOptions {
                 title: Some(format!("Continue to {}", client.name)),

@@ -312,10 +312,11 @@ async fn sign_in(
     let again = query
         .as_ref()
         .is_some_and(|q| q.again.as_deref() == Some("1"));
-    // Only a registered client is named: the heading is no place for a link's own text.
+    // Only a client known already is named: the heading is no place for a link's own text, and
+    // a link must not make Gatehouse fetch a metadata document (the authorization did that).
     let client_name = match query.as_ref().and_then(|q| q.client_id.as_deref()) {
         Some(id) if state.provider_issuer().is_some() => {
-            state.auth.clients.find(id).await?.map(|c| c.name)
+            state.auth.clients.known(id).await?.map(|c| c.name)
         }
         _ => None,
     };
