@@ -21,9 +21,11 @@ use crate::model::{
     is_multi_factor,
 };
 
-/// The holder's membership of `org` now, as the token's active organisation.
-fn active_in(profile: &Profile, org: Uuid) -> Option<ActiveOrg> {
-    profile.membership(org).map(|m| ActiveOrg {
+/// The holder's membership of `org` now, as the token's active organisation, if the token's
+/// sign-in meets the organisation's `require_two_factor` now.
+fn active_in(profile: &Profile, org: Uuid, multi_factor: bool) -> Option<ActiveOrg> {
+    let membership = profile.membership(org).filter(|m| m.admits(multi_factor));
+    membership.map(|m| ActiveOrg {
         id: org,
         roles: m.roles.clone(),
     })
@@ -94,7 +96,9 @@ impl Guard {
             .ok_or(Error::TokenInvalid)?;
         let org = match verified.org {
             None => None,
-            Some(org) => Some(active_in(&profile, org).ok_or(Error::TokenInvalid)?),
+            Some(org) => {
+                Some(active_in(&profile, org, verified.multi_factor).ok_or(Error::TokenInvalid)?)
+            }
         };
         self.core.live.used(verified.sid);
         Ok(Holder::Person(Identity {
@@ -167,7 +171,7 @@ impl Guard {
         // A token naming an organisation its holder has left is no longer active (§13).
         let org = match claims.org_id {
             None => None,
-            Some(org) => match active_in(&profile, org) {
+            Some(org) => match active_in(&profile, org, is_multi_factor(&claims.amr)) {
                 Some(active) => Some(active),
                 None => return Ok(None),
             },

@@ -59,7 +59,11 @@ impl Sessions {
         }
         let org = match claims.org {
             None => None,
-            Some(org) => Some(self.core.active_org(claims.sub, org).await?),
+            Some(org) => Some(
+                (self.core)
+                    .active_org(claims.sub, org, claims.multi_factor)
+                    .await?,
+            ),
         };
         self.core.live.used(claims.sid);
         Ok(Principal {

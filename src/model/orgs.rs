@@ -16,14 +16,23 @@ pub struct Org {
     pub created_at: i64,
 }
 
-/// A person's place in an organisation: its role names, sorted, never empty.
+/// A person's place in an organisation: its role names, sorted, never empty; and the
+/// organisation's `require_two_factor`, which a session acting in it must meet on every use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Membership {
     pub org_id: Uuid,
     pub roles: Vec<String>,
+    pub two_factor_required: bool,
 }
 
 impl Membership {
+    /// Whether a session whose sign-in had a second factor (`multi_factor`) or not may act in
+    /// the organisation now: one that requires two factors admits no other (docs/api.md §13), a
+    /// session begun before it did included.
+    pub fn admits(&self, multi_factor: bool) -> bool {
+        multi_factor || !self.two_factor_required
+    }
+
     pub fn has(&self, role: &str) -> bool {
         self.roles.iter().any(|r| r == role)
     }

@@ -42,7 +42,8 @@ pub(super) fn split_roles(roles: &str) -> Vec<String> {
 }
 
 /// A directory miss's second read (the first is the account): shared with the plan tests.
-pub(super) const MEMBERSHIPS_OF: &str = "SELECT org_id, roles FROM org_members WHERE user_id = $1";
+pub(super) const MEMBERSHIPS_OF: &str = "SELECT m.org_id, m.roles, o.require_two_factor \
+     FROM org_members m JOIN orgs o ON o.id = m.org_id WHERE m.user_id = $1";
 
 /// The member's account moved, so that every instance's directory reads its memberships again.
 macro_rules! touch_user {
@@ -127,22 +128,44 @@ impl Store {
     }
 
     /// Writes the organisation's fields; `Ok(false)` if the slug is another's. Nothing happens to
-    /// an organisation that is gone (the caller read it first).
-    pub async fn update_org(&self, org: &Org) -> Result<bool> {
+    /// an organisation that is gone (the caller read it first). A change of `require_two_factor`
+    /// moves every member's account (`updated_at`), so that every instance's directory reads
+    /// their memberships, and the policy, again.
+    pub async fn update_org(&self, org: &Org, now: i64) -> Result<bool> {
+        let read = format!(
+            "SELECT require_two_factor FROM orgs WHERE id = $1{}",
+            self.row_lock()
+        );
         let sql = "UPDATE orgs SET name = $2, slug = $3, require_two_factor = $4 WHERE id = $1";
+        let touch = "UPDATE users SET updated_at = $2 \
+                     WHERE id IN (SELECT user_id FROM org_members WHERE org_id = $1)";
         on_write_pool!(self, |pool| {
+            let mut tx = pool.begin().await?;
+            let before: Option<bool> = sqlx::query_scalar(&read)
+                .bind(org.id)
+                .fetch_optional(&mut *tx)
+                .await?;
             match sqlx::query(sql)
                 .bind(org.id)
                 .bind(&org.name)
                 .bind(&org.slug)
                 .bind(org.require_two_factor)
-                .execute(pool)
+                .execute(&mut *tx)
                 .await
             {
-                Ok(_) => Ok(true),
-                Err(e) if is_unique_violation(&e) => Ok(false),
-                Err(e) => Err(e),
+                Ok(_) => {}
+                Err(e) if is_unique_violation(&e) => return Ok(false),
+                Err(e) => return Err(e),
             }
+            if before.is_some_and(|was| was != org.require_two_factor) {
+                sqlx::query(touch)
+                    .bind(org.id)
+                    .bind(now)
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            tx.commit().await?;
+            Ok(true)
         })
     }
 
@@ -179,33 +202,37 @@ impl Store {
 
     /// A person's roles in an organisation; `None` if they are not a member.
     pub async fn membership(&self, org: Uuid, user: Uuid) -> Result<Option<Membership>> {
-        let sql = "SELECT roles FROM org_members WHERE org_id = $1 AND user_id = $2";
-        let roles: Option<String> = if let Backend::Sqlite { lite, .. } = &self.backend {
+        let sql = "SELECT m.roles, o.require_two_factor FROM org_members m \
+                   JOIN orgs o ON o.id = m.org_id WHERE m.org_id = $1 AND m.user_id = $2";
+        let found: Option<(String, bool)> = if let Backend::Sqlite { lite, .. } = &self.backend {
             lite.member_roles(sql, org, user).await?
         } else {
-            on_pool!(self, |pool| sqlx::query_scalar(sql)
+            on_pool!(self, |pool| sqlx::query_as(sql)
                 .bind(org)
                 .bind(user)
                 .fetch_optional(pool)
                 .await)?
         };
-        Ok(roles.map(|r| Membership {
+        Ok(found.map(|(r, two_factor_required)| Membership {
             org_id: org,
             roles: split_roles(&r),
+            two_factor_required,
         }))
     }
 
     /// A person's memberships (the directory's profile).
     pub async fn memberships_of(&self, user: Uuid) -> Result<Vec<Membership>> {
-        let rows: Vec<(Uuid, String)> = on_pool!(self, |pool| sqlx::query_as(MEMBERSHIPS_OF)
-            .bind(user)
-            .fetch_all(pool)
-            .await)?;
+        let rows: Vec<(Uuid, String, bool)> =
+            on_pool!(self, |pool| sqlx::query_as(MEMBERSHIPS_OF)
+                .bind(user)
+                .fetch_all(pool)
+                .await)?;
         Ok(rows
             .into_iter()
-            .map(|(org_id, roles)| Membership {
+            .map(|(org_id, roles, two_factor_required)| Membership {
                 org_id,
                 roles: split_roles(&roles),
+                two_factor_required,
             })
             .collect())
     }

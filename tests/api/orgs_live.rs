@@ -16,6 +16,7 @@ use crate::smtp::{SmtpServer, app_with_smtp};
 use crate::upstream::Upstream;
 
 both_backends!(
+    a_policy_of_two_factors_reaches_sessions_already_in_the_organisation,
     a_removed_member_is_refused_on_every_instance,
     a_role_change_is_seen_live_by_a_rule_on_another_instance,
     a_deleted_organisation_is_refused_on_every_instance,
@@ -207,4 +208,64 @@ async fn a_deleted_organisation_is_refused_on_every_instance(backend: Backend) {
     .await;
     assert_eq!(forward_auth(&b, &ann_in, "/hello").await.status, 401);
     b.get("/api/v1/crm/contacts", &ann).await.data(200);
+}
+
+/// Issue 38, F7: an organisation that turns `requireTwoFactor` on refuses, on every instance
+/// within 2 s, the sessions acting in it already without a second factor: the business API,
+/// forward-auth and introspection answer as for a token naming an organisation its holder left,
+/// and a refresh takes the organisation out of the session. A session with two factors goes on.
+async fn a_policy_of_two_factors_reaches_sessions_already_in_the_organisation(backend: Backend) {
+    let smtp = SmtpServer::start();
+    let (a, b, _rules) = two_instances(backend, &smtp).await;
+    let (owner, _) = a.logged_in_user("owner@example.com").await;
+    let org = create_org(&a, &owner, "acme").await;
+    let (ann, _) = join(&a, &smtp, &org, &owner, "ann@example.com", &["member"]).await;
+    let (ann_in, ann_refresh) = switch(&a, &ann, Some(&org)).await;
+    let (bob, _) = join(&a, &smtp, &org, &owner, "bob@example.com", &["member"]).await;
+    let bob_strong = crate::guard::two_factor_token(&a, &bob, "bob@example.com").await;
+    let (bob_in, _) = switch(&a, &bob_strong, Some(&org)).await;
+    let (client, secret) = add_client(&a, "crm");
+    b.get("/api/v1/crm/contacts", &ann_in).await.data(200);
+    assert_eq!(forward_auth(&b, &ann_in, "/hello").await.status, 200);
+
+    let owner_strong = crate::guard::two_factor_token(&a, &owner, "owner@example.com").await;
+    call(
+        &a,
+        Method::PATCH,
+        &format!("/api/v1/orgs/{org}"),
+        &owner_strong,
+        Some(json!({ "requireTwoFactor": true })),
+    )
+    .await
+    .data(200);
+    let took = within(REVOCATION_DELAY, || async {
+        b.get("/api/v1/crm/contacts", &ann_in).await.status == 401
+    })
+    .await;
+    eprintln!("a password-only session was refused in the organisation after {took:?}");
+    assert_eq!(forward_auth(&b, &ann_in, "/hello").await.status, 401);
+    let (_, _, answer) = introspect(&b, Some((&client, &secret)), &format!("token={ann_in}")).await;
+    assert_eq!(answer, json!({"active": false}));
+    // Her own data, outside it, still hers; a refresh leaves the organisation.
+    b.get("/api/v1/crm/contacts", &ann).await.data(200);
+    let renewed = b
+        .post(
+            "/api/v1/auth/refresh",
+            json!({ "refreshToken": ann_refresh }),
+        )
+        .await;
+    let renewed = renewed.data(200)["accessToken"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        claims(&renewed).get("org_id").is_none(),
+        "{}",
+        claims(&renewed)
+    );
+    b.get("/api/v1/crm/contacts", &renewed).await.data(200);
+    // A session with two factors acts in it as before.
+    b.get("/api/v1/crm/contacts", &bob_in).await.data(200);
+    let allowed = forward_auth(&b, &bob_in, "/hello").await;
+    assert_eq!(allowed.header("remote-org"), Some(org.as_str()));
 }

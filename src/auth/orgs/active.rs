@@ -14,26 +14,37 @@ impl Core {
     /// The holder's membership of the organisation a token names, from the directory every
     /// instance keeps current within `live::SYNC_INTERVAL`: a token naming an organisation its
     /// holder has left (or one that is gone) is `TOKEN_INVALID`.
-    pub(in crate::auth) async fn active_org(&self, user: Uuid, org: Uuid) -> Result<ActiveOrg> {
+    pub(in crate::auth) async fn active_org(
+        &self,
+        user: Uuid,
+        org: Uuid,
+        multi_factor: bool,
+    ) -> Result<ActiveOrg> {
         let profile = self
             .directory
             .profile(user)
             .await?
             .ok_or(Error::TokenInvalid)?;
-        let membership = profile.membership(org).ok_or(Error::TokenInvalid)?;
+        let membership = profile
+            .membership(org)
+            .filter(|m| m.admits(multi_factor))
+            .ok_or(Error::TokenInvalid)?;
         Ok(ActiveOrg {
             id: org,
             roles: membership.roles.clone(),
         })
     }
 
-    /// The active organisation a refresh keeps: the session's, while the person is its member.
-    /// Once they are not, the session forgets it and the tokens name none.
+    /// The active organisation a refresh keeps: the session's, while the person is its member
+    /// and the session meets its `require_two_factor`. Once not, the session forgets it and the
+    /// tokens name none.
     pub(in crate::auth) async fn kept_org(&self, session: &Session) -> Result<Option<Membership>> {
         let Some(org) = session.org_id else {
             return Ok(None);
         };
-        let membership = self.store.membership(org, session.user_id).await?;
+        let multi_factor = crate::model::is_multi_factor(&session.amr);
+        let membership =
+            (self.store.membership(org, session.user_id).await?).filter(|m| m.admits(multi_factor));
         if membership.is_none() {
             self.store.clear_session_org(session.id, org).await?;
         }

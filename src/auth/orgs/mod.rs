@@ -102,7 +102,12 @@ impl Orgs {
         if let Some(required) = patch.require_two_factor {
             org.require_two_factor = required;
         }
-        if !self.core.store.update_org(&org).await? {
+        if !self
+            .core
+            .store
+            .update_org(&org, self.core.clock.now_ms())
+            .await?
+        {
             return Err(Error::Conflict(Conflict::SlugTaken));
         }
         self.audit(who, id, OrgEvent::Updated, None, client).await;

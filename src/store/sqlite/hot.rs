@@ -85,10 +85,10 @@ impl Lite {
         sql: &'static str,
         org: Uuid,
         user: Uuid,
-    ) -> Result<Option<String>> {
+    ) -> Result<Option<(String, bool)>> {
         self.read(move |conn| {
             one(conn, sql, &[org.as_bytes(), user.as_bytes()], |row| {
-                row.get(0)
+                Ok((row.get(0)?, row.get(1)?))
             })
         })
         .await
@@ -267,5 +267,6 @@ fn user(row: &Row<'_>) -> rusqlite::Result<UserRow> {
         created_at: row.get(11)?,
         email_verified: row.get(12)?,
         last_login_at: row.get(13)?,
+        email_verified_by: row.get(14)?,
     })
 }
