@@ -22,7 +22,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::AppState;
-use super::cookies::cookie_values;
+use super::cookies::{cookie_values, other_cookies};
 use super::extract::{USER_AGENT_MAX, bearer_token, client_ip};
 use super::navigation::{forwarded_url, is_navigation, sign_in_url, single};
 use crate::authz::Described;
@@ -108,7 +108,9 @@ async fn forward_auth(
 /// nginx `auth_request`: the original request is described by `X-Original-Method` and
 /// `X-Original-URL` (absolute, `host[:port]` only: `$scheme://$host$request_uri`). Answers as
 /// forward-auth does, but never 302 (nginx cannot pass one on): a browser's navigation gets 401
-/// with a `Location` header naming the sign-in URL, which the nginx recipe redirects to.
+/// with a `Location` header naming the sign-in URL, which the nginx recipe redirects to. A 200
+/// also carries `Gatehouse-Cookie`: the request's cookies without Gatehouse's own (every copy of
+/// the session cookie), which the recipe passes on as the application's `Cookie`.
 #[utoipa::path(method(get, post, put, patch, delete, head, options),
     path = "/api/v1/authz/auth-request", tag = "authz",
     security((), ("bearer" = []), ("session_cookie" = [])),
@@ -204,7 +206,14 @@ async fn decide(
         }
         return forbidden();
     }
-    allowed(&holder)
+    let mut response = allowed(&holder);
+    if !asked.redirects {
+        // nginx cannot remove every copy of a cookie from a header itself (its `map` replaces
+        // one match): the recipe passes this on as the application's `Cookie`.
+        let cookies = other_cookies(headers, &state.browser.cookie_name);
+        response.headers_mut().insert("gatehouse-cookie", cookies);
+    }
+    response
 }
 
 fn log_denied(described: &Described, peer: SocketAddr, state: &AppState) {

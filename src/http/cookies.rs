@@ -79,6 +79,35 @@ pub fn cookie_values<'a>(headers: &'a HeaderMap, name: &str) -> Vec<&'a str> {
         .collect()
 }
 
+/// The request's `Cookie` headers as one, without any cookie named `name` (every copy: a
+/// sibling application can make the browser send its own of that name beside the real one) nor
+/// the federation cookie. What a proxy passes on to an application (docs/api.md §6b: nginx's
+/// `auth_request_set` from auth-request's `Gatehouse-Cookie`), so that no application ever reads
+/// a cookie it could replay as the person. Hand-written rather than a cookie crate's parser:
+/// each pair is kept byte for byte as the browser sent it, and nothing but the names is read.
+pub fn other_cookies(headers: &HeaderMap, name: &str) -> HeaderValue {
+    let ours = |pair: &[u8]| {
+        let pair_name = pair.split(|b| *b == b'=').next().unwrap_or_default();
+        let pair_name = pair_name.trim_ascii();
+        pair_name == name.as_bytes() || pair_name == FEDERATION_COOKIE.as_bytes()
+    };
+    let mut kept: Vec<u8> = Vec::new();
+    let pairs = headers
+        .get_all(header::COOKIE)
+        .iter()
+        .flat_map(|v| v.as_bytes().split(|b| *b == b';'))
+        .map(<[u8]>::trim_ascii)
+        .filter(|pair| !pair.is_empty() && !ours(pair));
+    for pair in pairs {
+        if !kept.is_empty() {
+            kept.extend_from_slice(b"; ");
+        }
+        kept.extend_from_slice(pair);
+    }
+    // Made of a received header's bytes and "; ": valid wherever those were.
+    HeaderValue::from_bytes(&kept).unwrap_or(HeaderValue::from_static(""))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,5 +148,26 @@ mod tests {
         headers.append(header::COOKIE, HeaderValue::from_static("gh=y;gh="));
         assert_eq!(cookie_values(&headers, "gh"), ["x", "y"]);
         assert!(cookie_values(&HeaderMap::new(), "gh").is_empty());
+    }
+
+    #[test]
+    fn other_cookies_keep_everything_but_every_copy_of_ours() {
+        let mut headers = HeaderMap::new();
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("gh=junk; theme=dark;gh=real ;  ghx=2; x=a=b"),
+        );
+        headers.append(
+            header::COOKIE,
+            HeaderValue::from_static("gatehouse_federation=f; lang=en; gh"),
+        );
+        assert_eq!(
+            other_cookies(&headers, "gh"),
+            "theme=dark; ghx=2; x=a=b; lang=en"
+        );
+        let mut only = HeaderMap::new();
+        only.append(header::COOKIE, HeaderValue::from_static(" gh=a; gh=b "));
+        assert_eq!(other_cookies(&only, "gh"), "");
+        assert_eq!(other_cookies(&HeaderMap::new(), "gh"), "");
     }
 }

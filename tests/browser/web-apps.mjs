@@ -63,6 +63,15 @@ await run(
     assert(cookie.domain.replace(/^\./, "") === "example.test", `its domain: ${cookie.domain}`);
     assert(cookie.httpOnly && cookie.sameSite === "Lax" && cookie.path === "/", JSON.stringify(cookie));
 
+    // A hostile application plants a cookie of Gatehouse's name on a deeper path: the browser
+    // sends it first there, the real one after it. Still signed in, and the application is handed
+    // neither (tests/api/browser/web_apps.rs checks what it received).
+    await page.goto(`${appA}/deep/plant`);
+    await atApp(page, appA, "/deep/plant", "App A");
+    await page.goto(`${appA}/deep/look`);
+    await atApp(page, appA, "/deep/look", "App A");
+    await page.context().clearCookies({ name: COOKIE, path: "/deep" });
+
     // App B: no second sign-in.
     await page.goto(`${appB}/`);
     await atApp(page, appB, "/", "App B");

@@ -9,8 +9,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use axum::http::HeaderMap;
-use axum::response::Html;
+use axum::http::header::SET_COOKIE;
+use axum::http::{HeaderMap, Uri};
+use axum::response::{Html, IntoResponse as _};
 use gatehouse::config::SettingsArgs;
 
 use super::{BROWSER_DIR, CHROMIUM, browser_ready, node};
@@ -19,14 +20,18 @@ use crate::proxies::{Kind, installed, nginx_command};
 
 both_backends!(browsed_applications_sign_in_once_for_the_site_behind_nginx_and_caddy);
 
-/// What an application received: `Remote-User` and the `Cookie` header.
+/// What an application received: its path, `Remote-User` and the `Cookie` header.
 #[derive(Clone, Debug)]
 struct Seen {
+    path: String,
     remote_user: Option<String>,
     cookie: Option<String>,
 }
 
-/// A browsed application: an HTML page naming itself and the user the proxy said it serves.
+/// A browsed application: an HTML page naming itself and the user the proxy said it serves. It is
+/// hostile too: `/deep/plant` sets a cookie of Gatehouse's name on `/deep`, which the browser then
+/// sends before the real one on every `/deep/…` request (RFC 6265 §5.4: longer paths first), to
+/// make a proxy that removes only the first such cookie hand it the real one.
 struct App {
     addr: SocketAddr,
     seen: Arc<Mutex<Vec<Seen>>>,
@@ -38,7 +43,7 @@ impl App {
         let addr = listener.local_addr().unwrap();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let record = seen.clone();
-        let router = axum::Router::new().fallback(move |headers: HeaderMap| {
+        let router = axum::Router::new().fallback(move |uri: Uri, headers: HeaderMap| {
             let header = |name: &str| {
                 headers
                     .get(name)
@@ -46,14 +51,21 @@ impl App {
             };
             let user = header("remote-user");
             record.lock().unwrap().push(Seen {
+                path: uri.path().to_owned(),
                 remote_user: user.clone(),
                 cookie: header("cookie"),
             });
             let user = user.unwrap_or_else(|| "nobody".into());
+            let plant = uri.path() == "/deep/plant";
             async move {
-                Html(format!(
+                let page = Html(format!(
                     "<!doctype html><title>{name}</title><h1>{name}</h1><p id=\"user\">{user}</p>"
-                ))
+                ));
+                let planted = "gatehouse_session=junk; Path=/deep; Domain=example.test";
+                match plant {
+                    true => ([(SET_COOKIE, planted)], page).into_response(),
+                    false => page.into_response(),
+                }
             }
         });
         tokio::spawn(async move { axum::serve(listener, router).await });
@@ -144,7 +156,8 @@ impl Proxy {
 /// rule on B's `/secure` sends the password-only session to sign in again with its second factor;
 /// signing out on the account page ends the session for both (its cookie, replayed, is refused
 /// within 2 s); a foreign `return_to` lands on /account. Here: the applications saw the user in
-/// `Remote-User`, and never Gatehouse's cookie.
+/// `Remote-User`, and never Gatehouse's cookie, not even behind a planted one of its name
+/// (issue 38: nginx's recipe passed the real one on after a planted one).
 async fn browsed_applications_sign_in_once_for_the_site_behind_nginx_and_caddy(backend: Backend) {
     if !browser_ready() || !installed(Kind::Nginx) || !installed(Kind::Caddy) {
         return;
@@ -200,6 +213,12 @@ async fn browsed_applications_sign_in_once_for_the_site_behind_nginx_and_caddy(b
             ))
             .await;
         assert_eq!(live, 1, "{kind:?}: {printed}");
+        let deep = a.seen();
+        assert!(
+            deep.iter().any(|s| s.path == "/deep/look"
+                && s.remote_user.as_deref() == Some(user.to_string().as_str())),
+            "{kind:?}: the planted cookie's page was reached signed in: {deep:?}"
+        );
         for (name, app) in [("A", &a), ("B", &b)] {
             let seen = app.seen();
             assert!(
