@@ -4,8 +4,8 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use crate::auth::NewClient;
 use crate::auth::admin::Operator;
+use crate::auth::{ClientChanges, NewClient};
 use crate::clock::rfc3339;
 use crate::error::Error;
 use crate::model::Client;
@@ -20,6 +20,21 @@ pub enum ClientsCommand {
     /// whether it introspects
     List {
         /// Print a JSON array of the clients as the admin API shows them
+        #[arg(long)]
+        json: bool,
+    },
+    /// Change a client: each flag given replaces that field (a list flag the whole list), the
+    /// others stay; every instance sees the change within a second
+    Update(ClientUpdate),
+    /// Give a confidential client a new secret, shown only this once; the old one keeps working
+    /// for --overlap, so that the relying party can be given the new one without an outage
+    RotateSecret {
+        id: String,
+        /// How long the old secret keeps working, e.g. 1h, 7d, 0s to end it now (at most 30d)
+        /// [default: 24h]
+        #[arg(long, value_name = "D")]
+        overlap: Option<String>,
+        /// Print {"clientId", "clientSecret", "previousSecretExpiresAt"}
         #[arg(long)]
         json: bool,
     },
@@ -77,9 +92,97 @@ pub struct ClientAdd {
     /// neither --redirect-uri nor --grant, which is what such a client is for]
     #[arg(long, value_name = "BOOL", num_args = 0..=1, default_missing_value = "true")]
     introspect: Option<bool>,
+    /// PKCE (RFC 7636): required (default), or optional for a confidential client whose library
+    /// cannot send it (its authorizations must then carry a nonce for openid)
+    #[arg(long, value_name = "P", value_parser = ["required", "optional"])]
+    pkce: Option<String>,
     /// Print {"clientId", "clientSecret"} (clientSecret null for a public client)
     #[arg(long)]
     json: bool,
+}
+
+/// `gatehouse clients update` (docs/api.md §11): the flags of `add` that a client can change.
+#[derive(Debug, clap::Args)]
+pub struct ClientUpdate {
+    id: String,
+    /// The name people see on the consent page
+    #[arg(long)]
+    name: Option<String>,
+    /// Whether people are asked for consent (true: not asked)
+    #[arg(long, value_name = "BOOL")]
+    first_party: Option<bool>,
+    /// A redirect URI (repeatable): the list becomes these
+    #[arg(long = "redirect-uri", value_name = "U")]
+    redirect_uris: Vec<String>,
+    /// A post-logout redirect URI (repeatable): the list becomes these
+    #[arg(long = "post-logout-redirect-uri", value_name = "U")]
+    post_logout_redirect_uris: Vec<String>,
+    /// Remove every post-logout redirect URI
+    #[arg(long, conflicts_with = "post_logout_redirect_uris")]
+    no_post_logout_redirect_uris: bool,
+    /// A grant (repeatable): the list becomes these
+    #[arg(long = "grant", value_name = "G")]
+    grants: Vec<String>,
+    /// A scope (repeatable, or several space-separated): the list becomes these
+    #[arg(long = "scope", value_name = "S")]
+    scopes: Vec<String>,
+    /// Where logout tokens are POSTed
+    #[arg(long, value_name = "U")]
+    backchannel_logout_uri: Option<String>,
+    /// Remove the back-channel logout URI
+    #[arg(long, conflicts_with = "backchannel_logout_uri")]
+    no_backchannel_logout_uri: bool,
+    /// How its ID tokens are signed: RS256, ES256 or EdDSA
+    #[arg(long, value_name = "A")]
+    id_token_alg: Option<String>,
+    /// Whether it may introspect tokens (RFC 7662)
+    #[arg(long, value_name = "BOOL")]
+    introspect: Option<bool>,
+    /// PKCE: required, or optional (a confidential client only)
+    #[arg(long, value_name = "P", value_parser = ["required", "optional"])]
+    pkce: Option<String>,
+    /// Print the client as the admin API shows it
+    #[arg(long)]
+    json: bool,
+}
+
+/// Repeated `--scope` flags, each possibly several space-separated.
+fn scope_names(flags: &[String]) -> Vec<String> {
+    flags
+        .iter()
+        .flat_map(|s| s.split(' ').filter(|s| !s.is_empty()))
+        .map(str::to_owned)
+        .collect()
+}
+
+impl ClientUpdate {
+    fn changes(&self) -> ClientChanges {
+        let list = |flags: &Vec<String>| (!flags.is_empty()).then(|| flags.clone());
+        ClientChanges {
+            client_type: None,
+            name: self.name.clone(),
+            first_party: self.first_party,
+            redirect_uris: list(&self.redirect_uris),
+            post_logout_redirect_uris: if self.no_post_logout_redirect_uris {
+                Some(Vec::new())
+            } else {
+                list(&self.post_logout_redirect_uris)
+            },
+            grant_types: list(&self.grants),
+            scopes: (!self.scopes.is_empty()).then(|| scope_names(&self.scopes)),
+            backchannel_logout_uri: match (
+                &self.backchannel_logout_uri,
+                self.no_backchannel_logout_uri,
+            ) {
+                (_, true) => Some(None),
+                (Some(uri), false) => Some(Some(uri.clone())),
+                (None, false) => None,
+            },
+            id_token_alg: self.id_token_alg.clone(),
+            introspection: self.introspect,
+            pkce_required: self.pkce.as_deref().map(|p| p == "required"),
+        }
+    }
 }
 
 impl ClientAdd {
@@ -98,17 +201,12 @@ impl ClientAdd {
             redirect_uris: self.redirect_uris,
             post_logout_redirect_uris: self.post_logout_redirect_uris,
             grant_types: (!self.grants.is_empty()).then_some(self.grants),
-            scopes: (!self.scopes.is_empty()).then(|| {
-                self.scopes
-                    .iter()
-                    .flat_map(|s| s.split(' ').filter(|s| !s.is_empty()))
-                    .map(str::to_owned)
-                    .collect()
-            }),
+            scopes: (!self.scopes.is_empty()).then(|| scope_names(&self.scopes)),
             backchannel_logout_uri: self.backchannel_logout_uri,
             id_token_alg: self.id_token_alg,
             org_id: self.org,
             introspection: self.introspect,
+            pkce_required: self.pkce.as_deref().map(|p| p == "required"),
         }
     }
 }
@@ -126,6 +224,8 @@ fn flag(field: &str) -> &str {
         "idTokenSignedResponseAlg" => "--id-token-alg",
         "orgId" => "--org",
         "introspection" => "--introspect",
+        "pkceRequired" => "--pkce",
+        "overlap" => "--overlap",
         other => other,
     }
 }
@@ -138,14 +238,7 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
             let (client, secret) = registry
                 .create(Operator::Cli, add.into_new())
                 .await
-                .map_err(|e| match e {
-                    // One line, naming the first bad flag (fields are sorted by name).
-                    Error::Validation(fields) => match fields.into_iter().next() {
-                        Some((field, reason)) => anyhow::anyhow!("{}: {reason}", flag(&field)),
-                        None => anyhow::anyhow!("the client is not valid"),
-                    },
-                    other => other.into(),
-                })?;
+                .map_err(one_line)?;
             if json {
                 println!(
                     "{}",
@@ -163,6 +256,53 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
                 );
             }
         }
+        ClientsCommand::Update(update) => {
+            let id = client_id(&update.id)?;
+            let changes = update.changes();
+            if changes.is_empty() {
+                anyhow::bail!("give at least one flag of the client to change (see --help)");
+            }
+            let client = match registry.update(Operator::Cli, id, changes).await {
+                Err(Error::NotFound) => anyhow::bail!("there is no client {}", update.id),
+                other => other.map_err(one_line)?,
+            };
+            if update.json {
+                println!("{}", serde_json::to_string_pretty(&view(&client))?);
+            }
+            eprintln!("gatehouse: changed client {id}: every instance sees it within a second");
+        }
+        ClientsCommand::RotateSecret { id, overlap, json } => {
+            let parsed = client_id(&id)?;
+            let overlap_ms = match overlap.as_deref().map(humantime::parse_duration) {
+                None => None,
+                Some(Ok(d)) => Some(i64::try_from(d.as_millis()).unwrap_or(i64::MAX)),
+                Some(Err(_)) => anyhow::bail!("--overlap: not a duration (e.g. 1h, 7d, 0s)"),
+            };
+            let rotated = match registry
+                .rotate_secret(Operator::Cli, parsed, overlap_ms)
+                .await
+            {
+                Err(Error::NotFound) => anyhow::bail!("there is no client {id}"),
+                other => other.map_err(one_line)?,
+            };
+            let until = rfc3339(rotated.previous_until);
+            if json {
+                println!(
+                    "{}",
+                    json!({
+                        "clientId": parsed.to_string(),
+                        "clientSecret": rotated.secret,
+                        "previousSecretExpiresAt": until,
+                    })
+                );
+            } else {
+                println!("client_secret: {}", rotated.secret);
+            }
+            eprintln!(
+                "gatehouse: keep the secret now: it is stored hashed and cannot be shown again; \
+                 the previous one works until {until}"
+            );
+        }
         ClientsCommand::List { json } => {
             let clients = registry.list(Operator::Cli).await?;
             if json {
@@ -172,7 +312,7 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
                 for c in &clients {
                     let grants: Vec<&str> = c.grant_types.iter().map(|g| g.as_str()).collect();
                     println!(
-                        "{}  {}  {:<12}  {}  grants={}  scopes={}  redirect_uris={}{}{}{}",
+                        "{}  {}  {:<12}  {}  grants={}  scopes={}  redirect_uris={}{}{}{}{}",
                         c.id,
                         rfc3339(c.created_at),
                         c.client_type.as_str(),
@@ -182,6 +322,11 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
                         c.redirect_uris.join(","),
                         if c.first_party { "  first-party" } else { "" },
                         if c.introspection { "  introspects" } else { "" },
+                        if c.pkce_required {
+                            ""
+                        } else {
+                            "  pkce=optional"
+                        },
                         match c.origin.as_str() {
                             "operator" => String::new(),
                             origin => format!("  origin={origin}"),
@@ -191,16 +336,10 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
             }
         }
         ClientsCommand::Remove { id } => {
-            let parsed = uuid::Uuid::parse_str(&id).ok();
-            match parsed {
-                Some(uuid) => match registry.remove(Operator::Cli, uuid).await {
-                    Ok(()) => {}
-                    Err(Error::NotFound) => anyhow::bail!("there is no client {id}"),
-                    Err(error) => return Err(error.into()),
-                },
-                None => {
-                    anyhow::bail!("there is no client {id:?} (`gatehouse clients list` shows them)")
-                }
+            match registry.remove(Operator::Cli, client_id(&id)?).await {
+                Ok(()) => {}
+                Err(Error::NotFound) => anyhow::bail!("there is no client {id}"),
+                Err(error) => return Err(error.into()),
             }
             eprintln!("gatehouse: removed client {id}");
         }
@@ -235,6 +374,24 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
     Ok(())
 }
 
+/// The registry's refusal in one line, naming the first bad flag (fields are sorted by name).
+fn one_line(error: Error) -> anyhow::Error {
+    match error {
+        Error::Validation(fields) => match fields.into_iter().next() {
+            Some((field, reason)) => anyhow::anyhow!("{}: {reason}", flag(&field)),
+            None => anyhow::anyhow!("the client is not valid"),
+        },
+        other => other.into(),
+    }
+}
+
+/// A client id as typed; anything but a UUID names no client.
+fn client_id(id: &str) -> anyhow::Result<uuid::Uuid> {
+    uuid::Uuid::parse_str(id).map_err(|_| {
+        anyhow::anyhow!("there is no client {id:?} (`gatehouse clients list` shows them)")
+    })
+}
+
 /// A client as the admin API shows it (docs/api.md §11).
 fn view(c: &Client) -> serde_json::Value {
     let grants: Vec<&str> = c.grant_types.iter().map(|g| g.as_str()).collect();
@@ -253,6 +410,8 @@ fn view(c: &Client) -> serde_json::Value {
         "orgId": c.org_id,
         "origin": c.origin.as_str(),
         "introspection": c.introspection,
+        "pkceRequired": c.pkce_required,
+        "previousSecretExpiresAt": c.previous_secret.as_ref().map(|(_, until)| rfc3339(*until)),
         "metadataUrl": match &c.origin {
             crate::model::ClientOrigin::MetadataDocument { url, .. } => Some(url.as_str()),
             _ => None,

@@ -128,6 +128,12 @@ pub struct Client {
     /// confidential client an operator registered with this flag, never one that registered
     /// itself.
     pub introspection: bool,
+    /// The secret before the last rotation, still good until the time (ms) beside it: a relying
+    /// party is given the new one without an outage (docs/api.md §11).
+    pub previous_secret: Option<(Vec<u8>, i64)>,
+    /// Must use PKCE. Always for a public client; an operator may let a confidential one off (a
+    /// legacy relying party), whose authorizations must then carry `nonce` for `openid`.
+    pub pkce_required: bool,
 }
 
 impl Client {

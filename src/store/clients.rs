@@ -28,12 +28,16 @@ struct ClientRow {
     metadata_url: Option<String>,
     metadata_fresh_until: Option<i64>,
     introspection: bool,
+    previous_secret_hash: Option<Vec<u8>>,
+    previous_secret_until: Option<i64>,
+    pkce_required: bool,
 }
 
 const COLUMNS: &str = "id, name, secret_hash, created_at, client_type, first_party, redirect_uris, \
                        post_logout_redirect_uris, grant_types, scopes, backchannel_logout_uri, \
                        id_token_alg, updated_at, org_id, origin, metadata_url, \
-                       metadata_fresh_until, introspection";
+                       metadata_fresh_until, introspection, previous_secret_hash, \
+                       previous_secret_until, pkce_required";
 
 fn words(list: &str) -> impl Iterator<Item = &str> {
     list.split(' ').filter(|w| !w.is_empty())
@@ -83,6 +87,8 @@ impl TryFrom<ClientRow> for Client {
             org_id: r.org_id,
             origin,
             introspection: r.introspection,
+            previous_secret: r.previous_secret_hash.zip(r.previous_secret_until),
+            pkce_required: r.pkce_required,
         })
     }
 }
@@ -132,7 +138,7 @@ impl Store {
         let sql = format!(
             "INSERT INTO api_clients ({COLUMNS}) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18)\
+             $18, $19, $20, $21)\
              {on_conflict}"
         );
         let (metadata_url, fresh_until) = metadata(client);
@@ -155,6 +161,9 @@ impl Store {
             .bind(metadata_url)
             .bind(fresh_until)
             .bind(client.introspection)
+            .bind(client.previous_secret.as_ref().map(|(hash, _)| hash))
+            .bind(client.previous_secret.as_ref().map(|(_, until)| *until))
+            .bind(client.pkce_required)
             .execute(pool)
             .await
             .map(|_| ()))
@@ -176,7 +185,7 @@ impl Store {
         let sql = "UPDATE api_clients SET name = $2, first_party = $3, redirect_uris = $4, \
                    post_logout_redirect_uris = $5, grant_types = $6, scopes = $7, \
                    backchannel_logout_uri = $8, id_token_alg = $9, updated_at = $10, \
-                   introspection = $11 WHERE id = $1";
+                   introspection = $11, pkce_required = $12 WHERE id = $1";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(client.id)
             .bind(&client.name)
@@ -189,6 +198,29 @@ impl Store {
             .bind(client.id_token_alg.as_str())
             .bind(client.updated_at)
             .bind(client.introspection)
+            .bind(client.pkce_required)
+            .execute(pool)
+            .await
+            .map(|r| r.rows_affected() == 1))
+    }
+
+    /// Replaces a confidential client's secret: the old one is kept as the previous secret until
+    /// `previous_until` (ms; a time already past ends it at once). `false` without the client.
+    pub async fn rotate_client_secret(
+        &self,
+        id: Uuid,
+        new_hash: &[u8],
+        previous_until: i64,
+        now: i64,
+    ) -> Result<bool> {
+        let sql = "UPDATE api_clients SET previous_secret_hash = secret_hash, \
+                   previous_secret_until = $3, secret_hash = $2, updated_at = $4 \
+                   WHERE id = $1 AND client_type = 'confidential'";
+        on_write_pool!(self, |pool| sqlx::query(sql)
+            .bind(id)
+            .bind(new_hash)
+            .bind(previous_until)
+            .bind(now)
             .execute(pool)
             .await
             .map(|r| r.rows_affected() == 1))

@@ -132,6 +132,12 @@ pub enum AuditEvent {
         client: Uuid,
         by: Actor,
     },
+    /// A confidential client's secret replaced; the old one works until `previous_until` (ms).
+    ClientSecretRotated {
+        client: Uuid,
+        by: Actor,
+        previous_until: i64,
+    },
     /// A client registered itself: at `POST /oauth2/register`, or by its metadata document.
     ClientRegistered {
         client: Uuid,
@@ -277,6 +283,7 @@ impl AuditEvent {
             ClientAdded { .. } => "client.added",
             ClientChanged { .. } => "client.changed",
             ClientRemoved { .. } => "client.removed",
+            ClientSecretRotated { .. } => "client.secret_rotated",
             ClientRegistered { .. } => "client.registered",
             RegistrationTokenIssued { .. } => "client.registration_token_issued",
             PasskeyAdded { .. } => "passkey.added",
@@ -374,6 +381,15 @@ impl AuditEvent {
             ClientAdded { client, by }
             | ClientChanged { client, by }
             | ClientRemoved { client, by } => format!("client={client} via={}", by.via()),
+            ClientSecretRotated {
+                client,
+                by,
+                previous_until,
+            } => format!(
+                "client={client} via={} previous_until={}",
+                by.via(),
+                crate::clock::rfc3339(*previous_until)
+            ),
             ClientRegistered { client, origin } => format!("client={client} origin={origin}"),
             RegistrationTokenIssued { by } => format!("via={}", by.via()),
             PasskeyAdded { passkey } | PasskeyRemoved { passkey } => format!("passkey={passkey}"),

@@ -105,6 +105,8 @@ impl Clients {
             // A stranger's client belongs to no organisation, and introspects no one's tokens.
             org_id: None,
             introspection: false,
+            previous_secret: None,
+            pkce_required: true,
             created_at: stored.as_ref().map_or(now, |c| c.created_at),
             updated_at: stored.as_ref().map_or(now, |c| now.max(c.updated_at + 1)),
             origin,

@@ -167,6 +167,8 @@ pub(super) fn new_client(
         org_id: None,
         // Nor a resource server that reads others' tokens (§6): the operator designates those.
         introspection: Some(false),
+        // Nor let off PKCE: only an operator may, for a relying party it knows.
+        pkce_required: Some(true),
     })
 }
 

@@ -26,6 +26,19 @@ mod spec;
 pub use metadata::ClientMetadata;
 pub use spec::{ClientChanges, NewClient};
 
+/// How long a rotated secret keeps working beside the new one unless the operator says: a day,
+/// for the relying party's operators to put the new one in place.
+pub const SECRET_OVERLAP_DEFAULT_MS: i64 = 24 * 3_600_000;
+/// The longest overlap: a leaked secret must not be good for long after its rotation.
+pub const SECRET_OVERLAP_MAX_MS: i64 = 30 * 24 * 3_600_000;
+
+/// A new secret, shown once, and until when (ms) the previous one still works.
+#[derive(Debug)]
+pub struct RotatedSecret {
+    pub secret: String,
+    pub previous_until: i64,
+}
+
 /// Why a self-registered client may not have the name it asked for.
 const COPIED_NAME: &str = "client_name is the name of an application this service's operator \
                            registered: a client that registers itself must be named as itself";
@@ -146,8 +159,11 @@ impl Clients {
             created_at: now,
             org_id,
             updated_at: now,
-            // Only an operator designates a resource server that reads others' tokens.
+            // Only an operator designates a resource server that reads others' tokens, and lets
+            // a client off PKCE.
             introspection: checked.introspection && origin == ClientOrigin::Operator,
+            pkce_required: checked.pkce_required || origin != ClientOrigin::Operator,
+            previous_secret: None,
             origin,
         };
         self.core.store.insert_client(&client).await?;
@@ -188,6 +204,7 @@ impl Clients {
             backchannel_logout_uri: checked.backchannel_logout_uri,
             id_token_alg: checked.id_token_alg,
             introspection: checked.introspection && current.origin == ClientOrigin::Operator,
+            pkce_required: checked.pkce_required || current.origin != ClientOrigin::Operator,
             // Never later than now, and always after the last change (clocks of two instances).
             updated_at: self.core.clock.now_ms().max(current.updated_at + 1),
             ..current
@@ -202,6 +219,51 @@ impl Clients {
         };
         self.core.audit_by(op, event, None).await;
         Ok(client)
+    }
+
+    /// Replaces a confidential client's secret; returns the new one (shown once) and until when
+    /// the old one keeps working (`overlap_ms` from now, `SECRET_OVERLAP_DEFAULT_MS` unless given;
+    /// 0 ends it at once). Every instance knows both within `CLIENT_CACHE_MS`. `NotFound` without
+    /// the client; a public client has no secret (`VALIDATION_ERROR`).
+    pub async fn rotate_secret(
+        &self,
+        op: Operator<'_>,
+        id: Uuid,
+        overlap_ms: Option<i64>,
+    ) -> Result<RotatedSecret> {
+        let overlap = overlap_ms.unwrap_or(SECRET_OVERLAP_DEFAULT_MS);
+        if !(0..=SECRET_OVERLAP_MAX_MS).contains(&overlap) {
+            return Err(Error::field("overlap", "must be from 0 to 30 days"));
+        }
+        let current = self.core.store.client(id).await?.ok_or(Error::NotFound)?;
+        if current.client_type != ClientType::Confidential {
+            return Err(Error::field(
+                "clientId",
+                "is a public client: it has no secret to rotate",
+            ));
+        }
+        let secret = random_token();
+        let hash = self.core.secrets.client_secret_hash(id.as_bytes(), &secret);
+        let now = self.core.clock.now_ms();
+        let previous_until = now + overlap;
+        let changed_at = now.max(current.updated_at + 1);
+        if !(self.core.store)
+            .rotate_client_secret(id, &hash, previous_until, changed_at)
+            .await?
+        {
+            return Err(Error::NotFound);
+        }
+        self.known.forget(id);
+        let event = AuditEvent::ClientSecretRotated {
+            client: id,
+            by: op.actor(),
+            previous_until,
+        };
+        self.core.audit_by(op, event, None).await;
+        Ok(RotatedSecret {
+            secret,
+            previous_until,
+        })
     }
 
     /// `NotFound` if there is no such client. Its calls are refused from now on here, and within
@@ -296,7 +358,18 @@ impl Clients {
         // The hash is computed whether or not the client exists, so timing tells nothing either.
         let id_bytes = client.as_ref().map_or([0; 16], |c| *c.id.as_bytes());
         let presented = self.core.secrets.client_secret_hash(&id_bytes, secret);
-        let matched = client.filter(|c| bool::from(c.secret_hash.ct_eq(&presented[..])));
+        let now = self.core.clock.now_ms();
+        let matched = client.filter(|c| {
+            // Both compared whatever the first gives: the answer's time says nothing of which.
+            let current = c.secret_hash.ct_eq(&presented[..]);
+            let previous = c
+                .previous_secret
+                .as_ref()
+                .map_or(0.into(), |(hash, until)| {
+                    hash.ct_eq(&presented[..]) & subtle::Choice::from(u8::from(now < *until))
+                });
+            bool::from(current | previous)
+        });
         if matched.is_none() {
             self.core.throttle.client_failed_from(ip);
         }

@@ -38,6 +38,8 @@ pub struct NewClient {
     /// `None`: a confidential client given neither grants nor redirect URIs (§6's `clients add
     /// NAME`, whose purpose that is) may, any other may not.
     pub introspection: Option<bool>,
+    /// Whether it must use PKCE; `None`: it must. A public client always must.
+    pub pkce_required: Option<bool>,
 }
 
 /// A change of a client: each `Some` field replaces the client's (`backchannel_logout_uri:
@@ -55,6 +57,7 @@ pub struct ClientChanges {
     pub backchannel_logout_uri: Option<Option<String>>,
     pub id_token_alg: Option<String>,
     pub introspection: Option<bool>,
+    pub pkce_required: Option<bool>,
 }
 
 impl ClientChanges {
@@ -69,6 +72,7 @@ impl ClientChanges {
             && self.backchannel_logout_uri.is_none()
             && self.id_token_alg.is_none()
             && self.introspection.is_none()
+            && self.pkce_required.is_none()
     }
 
     /// The client as it would be with these changes, as a `NewClient` to check again whole (a
@@ -112,6 +116,7 @@ impl ClientChanges {
             ),
             org_id: client.org_id,
             introspection: Some(self.introspection.unwrap_or(client.introspection)),
+            pkce_required: Some(self.pkce_required.unwrap_or(client.pkce_required)),
         })
     }
 }
@@ -129,6 +134,7 @@ pub struct Checked {
     pub backchannel_logout_uri: Option<String>,
     pub id_token_alg: SigningAlg,
     pub introspection: bool,
+    pub pkce_required: bool,
 }
 
 impl NewClient {
@@ -199,6 +205,13 @@ impl NewClient {
         let introspection = self
             .introspection
             .unwrap_or(client_type == Some(ClientType::Confidential) && resource_server);
+        let pkce_required = self.pkce_required.unwrap_or(true);
+        if client_type == Some(ClientType::Public) && !pkce_required {
+            v.check::<()>(
+                "pkceRequired",
+                Err("a public client must use PKCE: it has no secret to prove it is itself".into()),
+            );
+        }
         if client_type == Some(ClientType::Public) && introspection {
             v.check::<()>(
                 "introspection",
@@ -225,6 +238,7 @@ impl NewClient {
                 backchannel_logout_uri: backchannel_logout_uri?,
                 id_token_alg: id_token_alg?,
                 introspection,
+                pkce_required,
             })
         })();
         v.finish(checked)
@@ -416,6 +430,22 @@ mod tests {
     }
 
     #[test]
+    fn pkce_is_required_unless_an_operator_lets_a_confidential_client_off() {
+        assert!(web_app().check(false).unwrap().pkce_required);
+        let legacy = NewClient {
+            pkce_required: Some(false),
+            ..web_app()
+        };
+        assert!(!legacy.check(false).unwrap().pkce_required);
+        let public = NewClient {
+            client_type: Some("public".into()),
+            pkce_required: Some(false),
+            ..web_app()
+        };
+        assert_eq!(refused(public), ["pkceRequired"]);
+    }
+
+    #[test]
     fn a_public_client_cannot_introspect() {
         let client = NewClient {
             client_type: Some("public".into()),
@@ -455,6 +485,7 @@ mod tests {
             id_token_alg: Some("HS256".into()),
             org_id: None,
             introspection: None,
+            pkce_required: None,
         };
         assert_eq!(
             refused(bad),

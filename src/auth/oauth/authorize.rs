@@ -136,6 +136,45 @@ fn prompt(text: Option<&str>) -> std::result::Result<Prompt, String> {
     Ok(p)
 }
 
+/// PKCE (RFC 7636, S256 only) as the client must use it: always, unless an operator let a
+/// confidential client off (a legacy relying party); then a code without a challenge must be one
+/// of an OpenID sign-in with a `nonce`, which is what defends such a client against code
+/// injection (RFC 9700 §2.1.1, OpenID Connect Core §3.1.2.1).
+fn check_pkce(
+    client: &Client,
+    r: &AuthorizeRequest,
+    scopes: &[String],
+) -> std::result::Result<(), (&'static str, String)> {
+    let Some(challenge) = r.code_challenge.as_deref() else {
+        if client.pkce_required {
+            return Err((
+                "invalid_request",
+                "code_challenge is required (PKCE with S256)".into(),
+            ));
+        }
+        if !scopes.iter().any(|s| s == scopes::OPENID) || r.nonce.is_none() {
+            return Err((
+                "invalid_request",
+                "without PKCE (code_challenge), an OpenID request with a nonce is required".into(),
+            ));
+        }
+        return Ok(());
+    };
+    if r.code_challenge_method.as_deref() != Some("S256") {
+        return Err((
+            "invalid_request",
+            "code_challenge_method must be S256 (plain is refused)".into(),
+        ));
+    }
+    if challenge.len() != 43 || !pkce_shaped(challenge) {
+        return Err((
+            "invalid_request",
+            "code_challenge must be the base64url SHA-256 of the verifier (43 characters)".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// RFC 7636 §4.1: 43 to 128 unreserved characters (a challenge, base64url of 32 bytes, is 43).
 pub(super) fn pkce_shaped(text: &str) -> bool {
     (43..=128).contains(&text.len())
@@ -380,27 +419,9 @@ impl Provider {
                 "the client may not use the authorization code grant".into(),
             ));
         }
-        let Some(challenge) = r.code_challenge.as_deref() else {
-            return Err((
-                "invalid_request",
-                "code_challenge is required (PKCE with S256)".into(),
-            ));
-        };
-        if r.code_challenge_method.as_deref() != Some("S256") {
-            return Err((
-                "invalid_request",
-                "code_challenge_method must be S256 (plain is refused)".into(),
-            ));
-        }
-        if challenge.len() != 43 || !pkce_shaped(challenge) {
-            return Err((
-                "invalid_request",
-                "code_challenge must be the base64url SHA-256 of the verifier (43 characters)"
-                    .into(),
-            ));
-        }
         let scopes = scopes::parse(r.scope.as_deref().unwrap_or_default())
             .map_err(|e| ("invalid_scope", e.to_string()))?;
+        check_pkce(client, r, &scopes)?;
         if scopes.is_empty() {
             return Err(("invalid_scope", "scope is required".into()));
         }

@@ -72,6 +72,27 @@ fn still_allowed(client: &Client, scope: Vec<String>) -> Outcome<Vec<String>> {
     Ok(kept)
 }
 
+/// The code's PKCE: a code with a challenge needs its verifier; a code without one (a client an
+/// operator let off PKCE) takes none, since a verifier there would mean the authorization's
+/// challenge was stripped on the way (a downgrade, RFC 9700 §2.1.1).
+fn pkce_proved(request: &TokenRequest, challenge: &str) -> Outcome<()> {
+    if challenge.is_empty() {
+        return match request.code_verifier {
+            None => Ok(()),
+            Some(_) => Err(invalid_grant(
+                "code_verifier given, but the authorization had no code_challenge",
+            )),
+        };
+    }
+    let verifier = required(&request.code_verifier, "code_verifier")?;
+    if !pkce_matches(verifier, challenge) {
+        return Err(invalid_grant(
+            "code_verifier does not match the code_challenge",
+        ));
+    }
+    Ok(())
+}
+
 fn required<'a>(value: &'a Option<String>, name: &str) -> Outcome<&'a str> {
     value
         .as_deref()
@@ -127,7 +148,6 @@ impl Provider {
         from: &ClientInfo,
     ) -> Outcome<TokenAnswer> {
         let code = required(&request.code, "code")?;
-        let verifier = required(&request.code_verifier, "code_verifier")?;
         let redirect_uri = required(&request.redirect_uri, "redirect_uri")?;
         let now = self.core.clock.now_ms();
         let session_id = Uuid::now_v7();
@@ -167,11 +187,7 @@ impl Provider {
                 "redirect_uri is not the one the code was issued for",
             ));
         }
-        if !pkce_matches(verifier, &code.code_challenge) {
-            return Err(invalid_grant(
-                "code_verifier does not match the code_challenge",
-            ));
-        }
+        pkce_proved(request, &code.code_challenge)?;
         // The person's session that authorized must still be live: signing out in between takes
         // the code back too.
         let parent_live = !self.core.live.is_revoked(code.parent_id)
