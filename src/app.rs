@@ -213,6 +213,16 @@ fn spawn_background(services: &Arc<Services>) -> Vec<tokio::task::JoinHandle<()>
         }
     });
     let s = services.clone();
+    // The business APIs an operator declared elsewhere, and so their scopes and audiences.
+    let resources = every(crate::auth::resources::SYNC_INTERVAL, move || {
+        let s = s.clone();
+        async move {
+            if let Err(error) = s.auth.resources.sync().await {
+                tracing::debug!(error = %error, "cannot read the declared resources yet");
+            }
+        }
+    });
+    let s = services.clone();
     let activity = every(live::ACTIVITY_FLUSH_INTERVAL, move || {
         let s = s.clone();
         async move {
@@ -245,6 +255,7 @@ fn spawn_background(services: &Arc<Services>) -> Vec<tokio::task::JoinHandle<()>
     vec![
         reload,
         revocations,
+        resources,
         activity,
         checkpoint,
         housekeeping,

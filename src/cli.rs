@@ -15,11 +15,13 @@ mod backup;
 mod check;
 mod clients;
 mod keys;
+mod resources;
 mod user;
 
 use audit::audit;
 use clients::{ClientsCommand, clients};
 use keys::{KeysCommand, keys};
+use resources::{ResourcesCommand, resources};
 use user::{UserCommand, user};
 
 #[derive(Debug, Parser)]
@@ -63,9 +65,13 @@ pub enum Command {
     /// Manage signing keys
     #[command(subcommand)]
     Keys(KeysCommand),
-    /// Manage the API clients that may introspect tokens (RFC 7662)
+    /// Manage the clients of the OpenID provider, and the resource servers that may introspect
+    /// tokens (RFC 7662)
     #[command(subcommand)]
     Clients(ClientsCommand),
+    /// Manage the business APIs tokens are issued for, and their scopes
+    #[command(subcommand)]
+    Resources(ResourcesCommand),
     /// Print the OpenAPI document of the HTTP API
     Openapi,
     /// Print the audit trail, oldest first
@@ -229,6 +235,7 @@ async fn execute(
         Command::User(command) => user(command, &services(&settings).await?).await,
         Command::Keys(command) => keys(command, &services(&settings).await?).await,
         Command::Clients(command) => clients(command, &services(&settings).await?).await,
+        Command::Resources(command) => resources(command, &services(&settings).await?).await,
     }
 }
 

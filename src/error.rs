@@ -145,6 +145,12 @@ pub enum Conflict {
     /// Unlinking the account's last way in: no password, no passkey, no other identity.
     #[error("this is your account's only way to sign in: set a password or add a passkey first")]
     LastWayIn,
+    /// A resource's id or audience is another's (docs/guide/resources.md).
+    #[error("a resource with this id or audience exists already")]
+    ResourceTaken,
+    /// A change to a resource of the settings (the contacts example, `GATEHOUSE_RESOURCES`).
+    #[error("this resource is declared in the settings: change it there")]
+    ResourceInSettings,
 }
 
 /// What an admin may not do to their own account.

@@ -13,6 +13,7 @@ use crate::auth::directory::Directory;
 use crate::auth::keys::Keyring;
 use crate::auth::live::LiveSessions;
 use crate::auth::password::PasswordHasher;
+use crate::auth::resources::CatalogCell;
 use crate::auth::tokens::{LEEWAY, Tokens};
 use crate::auth::{AuthParts, AuthService, AuthSettings, LinkSettings};
 use crate::clock::Clock;
@@ -80,6 +81,11 @@ impl Services {
             )
             .await?,
         );
+        let catalog = Arc::new(
+            CatalogCell::load(&store, settings.resources.clone())
+                .await
+                .context("cannot read the declared resources")?,
+        );
         let tokens = Tokens::new(
             keyring.clone(),
             clock.clone(),
@@ -88,7 +94,7 @@ impl Services {
             settings.access_token_ttl,
             settings.access_token_alg,
         )
-        .with_resources(&settings.oauth_resources);
+        .with_resources(&settings.oauth_resources, catalog.clone());
         let horizon = settings.access_token_ttl + LEEWAY + REVOCATION_MARGIN;
         let live = Arc::new(
             LiveSessions::load(&store, clock.clone(), horizon)
@@ -112,6 +118,7 @@ impl Services {
                 webauthn: relying_party(settings)?.map(Arc::new),
                 mailer: mailer.clone(),
                 providers,
+                catalog,
             },
             AuthSettings {
                 rate_limit: settings.rate_limit,

@@ -121,6 +121,7 @@ impl BrowserSessions {
             // session alone, so forward-auth sends an empty `Remote-Org` for it.
             org: None,
             client: None,
+            scopes: None,
         })
     }
 

@@ -47,6 +47,8 @@ pub struct Core {
     pub(super) keys: super::api_keys::LiveKeys,
     /// The identity providers people may sign in with (docs/api.md §14).
     pub(super) providers: crate::federation::Providers,
+    /// The business APIs and their scopes: the vocabulary every flow checks scopes against.
+    pub(super) catalog: Arc<super::resources::CatalogCell>,
 }
 
 impl Core {

@@ -17,7 +17,7 @@ use super::tokens::AccessClaims;
 use crate::error::{Error, Result};
 use crate::model::orgs::ActiveOrg;
 use crate::model::{
-    ClientIdentity, ClientInfo, ClientType, GrantType, Holder, Identity, KeyIdentity,
+    ApiScopes, ClientIdentity, ClientInfo, ClientType, GrantType, Holder, Identity, KeyIdentity,
     is_multi_factor,
 };
 
@@ -81,8 +81,9 @@ impl Guard {
             return Err(Error::TokenInvalid);
         }
         if verified.client_only {
+            let scopes = verified.scopes.clone().unwrap_or_default();
             let client = self
-                .client_itself(verified.sub, verified.org)
+                .client_itself(verified.sub, verified.org, scopes)
                 .await?
                 .ok_or(Error::TokenInvalid)?;
             return Ok(Holder::Client(client));
@@ -111,6 +112,7 @@ impl Guard {
             multi_factor: verified.multi_factor,
             org,
             client: verified.client.as_deref().map(str::to_owned),
+            scopes: verified.scopes.clone(),
         }))
     }
 
@@ -118,7 +120,12 @@ impl Guard {
     /// registered with the `client_credentials` grant, bound to the organisation the token names
     /// (or to none, as the token): a client moved to another organisation speaks no more for the
     /// one its earlier tokens name.
-    async fn client_itself(&self, id: Uuid, org: Option<Uuid>) -> Result<Option<ClientIdentity>> {
+    async fn client_itself(
+        &self,
+        id: Uuid,
+        org: Option<Uuid>,
+        scopes: ApiScopes,
+    ) -> Result<Option<ClientIdentity>> {
         let client = self.clients.find_id(id).await?.filter(|c| {
             c.client_type == ClientType::Confidential
                 && c.has_grant(GrantType::ClientCredentials)
@@ -127,6 +134,7 @@ impl Guard {
         Ok(client.map(|c| ClientIdentity {
             client_id: c.id,
             org_id: org,
+            scopes,
         }))
     }
 
@@ -153,7 +161,10 @@ impl Guard {
             return Ok(None);
         }
         if claims.client_id.as_deref() == Some(claims.sub.to_string().as_str()) {
-            let client = self.client_itself(claims.sub, claims.org_id).await?;
+            let scopes = ApiScopes::parse(claims.scope.as_deref().unwrap_or_default());
+            let client = self
+                .client_itself(claims.sub, claims.org_id, scopes)
+                .await?;
             return Ok(client.map(|client| Introspection::Token {
                 claims: Box::new(claims),
                 holder: Holder::Client(client),
@@ -186,6 +197,7 @@ impl Guard {
             multi_factor: is_multi_factor(&claims.amr),
             org,
             client: claims.client_id.clone(),
+            scopes: claims.scope.as_deref().map(ApiScopes::parse),
         };
         Ok(Some(Introspection::Token {
             claims: Box::new(claims),

@@ -27,6 +27,7 @@ pub mod oauth;
 pub mod orgs;
 pub mod passkeys;
 pub mod password;
+pub mod resources;
 pub mod throttle;
 pub mod tokens;
 pub mod totp;
@@ -64,6 +65,7 @@ pub use login::Login;
 pub use orgs::Orgs;
 pub use passkeys::Passkeys;
 pub use recovery::Recovery;
+pub use resources::{ResourceChanges, ResourceInput, Resources};
 pub use sessions::Sessions;
 pub use verification::Addresses;
 
@@ -124,6 +126,8 @@ pub struct AuthService {
     pub clients: Clients,
     /// Personal API keys (docs/api.md §12).
     pub api_keys: ApiKeys,
+    /// The business APIs tokens are issued for (docs/guide/resources.md).
+    pub resources: Resources,
     /// Signing in with other identity providers (docs/api.md §14).
     pub federation: Federation,
     /// The OpenID provider's flows (docs/api.md §11).
@@ -149,6 +153,8 @@ pub struct AuthParts {
     pub mailer: Arc<Mailer>,
     /// The identity providers of `GATEHOUSE_IDENTITY_PROVIDERS` (docs/api.md §14).
     pub providers: crate::federation::Providers,
+    /// The business APIs and their scopes (docs/guide/resources.md).
+    pub catalog: Arc<resources::CatalogCell>,
 }
 
 impl AuthService {
@@ -170,6 +176,7 @@ impl AuthService {
             webauthn: parts.webauthn,
             keys: Default::default(),
             providers: parts.providers,
+            catalog: parts.catalog,
         });
         let login = Login { core: core.clone() };
         let sessions = Sessions { core: core.clone() };
@@ -216,6 +223,7 @@ impl AuthService {
             oauth: oauth::Provider::new(core.clone(), clients.clone(), sessions.clone()),
             clients,
             api_keys: ApiKeys { core: core.clone() },
+            resources: Resources { core: core.clone() },
             logouts: oauth::logout::Logouts { core: core.clone() },
             housekeeping: Housekeeping { core },
             login,
@@ -260,6 +268,7 @@ mod tests {
                 .unwrap(),
         );
         let metrics = Arc::new(Metrics::new());
+        let store_for_catalog = store.clone();
         AuthService::new(
             AuthParts {
                 tokens: Tokens::new(
@@ -280,6 +289,14 @@ mod tests {
                 hasher,
                 webauthn: None,
                 providers: crate::federation::Providers::none(),
+                catalog: Arc::new(
+                    resources::CatalogCell::load(
+                        &store_for_catalog,
+                        vec![crate::config::resources::contacts()],
+                    )
+                    .await
+                    .unwrap(),
+                ),
             },
             AuthSettings {
                 rate_limit: true,

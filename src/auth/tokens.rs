@@ -138,6 +138,9 @@ pub struct Tokens {
     audience: String,
     /// The RFC 8707 resources beside `audience` (`GATEHOUSE_OAUTH_RESOURCES`).
     resources: Vec<String>,
+    /// The business APIs declared (docs/guide/resources.md): those with an audience of their own
+    /// are audiences of access tokens too, and may change while the service runs.
+    catalog: Option<Arc<super::resources::CatalogCell>>,
     access_ttl: i64,
     /// What access and refresh tokens are signed with (`GATEHOUSE_ACCESS_TOKEN_ALG`).
     access_alg: SigningAlg,
@@ -185,27 +188,43 @@ impl Tokens {
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
             resources: Vec::new(),
+            catalog: None,
             access_ttl: access_ttl.as_secs() as i64,
         }
     }
 
-    /// These tokens also go to the resource servers `resources` (RFC 8707): access tokens whose
-    /// `aud` names one of them verify too.
-    pub fn with_resources(mut self, resources: &[String]) -> Self {
-        let mut audiences = vec![self.audience.as_str()];
-        audiences.extend(resources.iter().map(String::as_str));
+    /// These tokens also go to the resource servers `resources` (RFC 8707) and to the declared
+    /// APIs of `catalog` with audiences of their own: access tokens whose `aud` names one of them
+    /// verify too (checked by `issues_for`, since the catalog changes while the service runs).
+    pub fn with_resources(
+        mut self,
+        resources: &[String],
+        catalog: Arc<super::resources::CatalogCell>,
+    ) -> Self {
         for v in &mut self.access_validation {
-            v.set_audience(&audiences);
+            v.validate_aud = false;
         }
         self.resources = resources.to_vec();
+        self.catalog = Some(catalog);
         self
     }
 
-    /// Whether a client may ask for a token with `aud` = `resource` (RFC 8707): the one
-    /// audience of Gatehouse's tokens, or a resource server of `GATEHOUSE_OAUTH_RESOURCES`.
-    /// Compared exactly, as resource indicators are.
+    /// Whether a client may ask for a token with `aud` = `resource` (RFC 8707), and an access
+    /// token with that `aud` verifies: the one audience of Gatehouse's tokens, a resource server
+    /// of `GATEHOUSE_OAUTH_RESOURCES`, or a declared API's audience. Compared exactly, as
+    /// resource indicators are.
     pub fn issues_for(&self, resource: &str) -> bool {
-        resource == self.audience || self.resources.iter().any(|r| r == resource)
+        resource == self.audience
+            || self.issues_for_settings(resource)
+            || self
+                .catalog
+                .as_ref()
+                .is_some_and(|c| c.current().by_audience(resource).is_some())
+    }
+
+    /// Whether `resource` is one of `GATEHOUSE_OAUTH_RESOURCES`.
+    pub fn issues_for_settings(&self, resource: &str) -> bool {
+        self.resources.iter().any(|r| r == resource)
     }
 
     pub fn access_ttl_seconds(&self) -> i64 {
@@ -353,6 +372,9 @@ impl Tokens {
         let claims: AccessClaims = self
             .verify(token, ACCESS_TYP, &self.access_validation)
             .map_err(|_| Error::TokenInvalid)?;
+        if !self.issues_for(&claims.aud) {
+            return Err(Error::TokenInvalid);
+        }
         if expired(claims.exp, self.clock.now_ms()) {
             return Err(Error::TokenExpired);
         }
@@ -386,7 +408,10 @@ impl Tokens {
     /// session. `None` for anything else.
     pub fn session_of(&self, token: &str) -> Option<(Uuid, Uuid)> {
         self.verify::<AccessClaims>(token, ACCESS_TYP, &self.access_validation)
-            .map(|c| (c.sub, c.sid))
+            .and_then(|c| match self.issues_for(&c.aud) {
+                true => Ok((c.sub, c.sid)),
+                false => Err(()),
+            })
             .or_else(|()| {
                 self.verify::<RefreshClaims>(token, REFRESH_TYP, &self.refresh_validation)
                     .map(|c| (c.sub, c.sid))

@@ -152,6 +152,7 @@ impl Policy {
         match (self, holder) {
             (Policy::Deny, _) => false,
             (Policy::Authenticated, _) => true,
+            (Policy::Scopes(scopes), holder) => holder.holds_any(scopes),
             (Policy::Clients(ids), Holder::Client(client)) => ids.contains(&client.client_id),
             (Policy::Clients(_), Holder::Person(_) | Holder::Key(_)) => false,
             (_, Holder::Client(_)) => false,
@@ -173,6 +174,8 @@ impl Policy {
     fn admits_person(&self, who: &Facts<'_>) -> bool {
         match self {
             Policy::Deny | Policy::Clients(_) => false,
+            // Judged on the credential, before a person's facts (`admits`).
+            Policy::Scopes(_) => true,
             Policy::Authenticated => true,
             Policy::TwoFactor => who.multi_factor,
             Policy::VerifiedEmail => who.email_verified,
@@ -224,6 +227,7 @@ mod tests {
             multi_factor,
             org: None,
             client: None,
+            scopes: None,
         }
     }
 
@@ -263,6 +267,7 @@ mod tests {
             Holder::Client(crate::model::ClientIdentity {
                 client_id: id,
                 org_id: Some(uuid::Uuid::nil()),
+                scopes: crate::model::ApiScopes::parse("contacts:read"),
             })
         };
         let rules = AccessRules::parse(&format!(
@@ -391,6 +396,48 @@ mod tests {
                 ),
                 "{url}"
             );
+        }
+    }
+
+    /// A `scopes` rule (docs/guide/resources.md): a client's token or key by its `scope`, the
+    /// person's own sign-in always.
+    #[test]
+    fn a_scopes_rule_takes_the_credentials_that_hold_one() {
+        let gate = Gate::new(
+            AccessRules::parse(
+                "[[rule]]\npaths = [\"/orders\"]\npolicy = \"scopes\"\nscopes = [\"orders:read\", \"orders:write\"]",
+            )
+            .unwrap(),
+            false,
+        );
+        let policy = gate.policy_for(&Described::original(
+            Some("GET"),
+            Some("https://h/orders/7"),
+        ));
+        let given = |scope: &str| {
+            let mut person = person(&[], false);
+            person.scopes = Some(crate::model::ApiScopes::parse(scope));
+            Holder::Person(person)
+        };
+        assert!(policy.admits(&who(&[], false)), "the person's own sign-in");
+        assert!(policy.admits(&given("openid orders:read")));
+        assert!(!policy.admits(&given("openid contacts:read")));
+        let client = |scope: &str| {
+            Holder::Client(crate::model::ClientIdentity {
+                client_id: uuid::Uuid::nil(),
+                org_id: None,
+                scopes: crate::model::ApiScopes::parse(scope),
+            })
+        };
+        assert!(policy.admits(&client("orders:write")));
+        assert!(!policy.admits(&client("contacts:read")));
+        for bad in [
+            "[[rule]]\npolicy = \"scopes\"",
+            "[[rule]]\npolicy = \"scopes\"\nscopes = []",
+            "[[rule]]\npolicy = \"scopes\"\nscopes = [\"a b\"]",
+            "[[rule]]\npolicy = \"roles\"\nroles = [\"x\"]\nscopes = [\"a\"]",
+        ] {
+            assert!(AccessRules::parse(bad).is_err(), "{bad}");
         }
     }
 }

@@ -31,6 +31,10 @@ pub enum Policy {
     /// the client still registered with that grant. Never a person's token, not even one given
     /// to a listed client: that one speaks for the person.
     Clients(Vec<Uuid>),
+    /// A credential holding any of these scopes of a business API (docs/guide/resources.md): a
+    /// client's token (for itself or for a person) or an API key by its `scope`; the person's
+    /// own sign-in (a token of theirs, or the session cookie) holds them all.
+    Scopes(Vec<String>),
 }
 
 /// The original request, as the proxy described it.
@@ -78,6 +82,7 @@ struct RawRule {
     roles: Option<Vec<String>>,
     org_roles: Option<Vec<String>>,
     clients: Option<Vec<String>>,
+    scopes: Option<Vec<String>>,
 }
 
 impl AccessRules {
@@ -154,6 +159,28 @@ impl Rule {
         let parse = |roles: Vec<String>| -> Result<Vec<Role>, String> {
             roles.iter().map(|r| Role::parse(r)).collect()
         };
+        let scopes = non_empty("scopes", raw.scopes)?;
+        if raw.policy != "scopes" && scopes.is_some() {
+            return Err("scopes are given only with policy = \"scopes\"".into());
+        }
+        if raw.policy == "scopes" {
+            let scopes = scopes.ok_or("policy \"scopes\" needs a list of scopes")?;
+            if let Some(bad) = scopes
+                .iter()
+                .find(|s| !crate::model::resources::scope_name_ok(s))
+            {
+                return Err(format!("{bad:?} is not a scope name"));
+            }
+            if roles.is_some() || org_roles.is_some() || raw.clients.is_some() {
+                return Err("policy \"scopes\" takes no roles, org_roles or clients".into());
+            }
+            return Ok(Rule {
+                hosts,
+                paths,
+                methods,
+                policy: Policy::Scopes(scopes),
+            });
+        }
         let clients = non_empty("clients", raw.clients)?;
         if raw.policy != "clients" && clients.is_some() {
             return Err("clients are given only with policy = \"clients\"".into());
@@ -199,7 +226,7 @@ impl Rule {
             ("verified_email", None) => Policy::VerifiedEmail,
             (other, None) => {
                 return Err(format!(
-                    "unknown policy {other:?} (deny, authenticated, two_factor, verified_email, roles, org_roles or clients)"
+                    "unknown policy {other:?} (deny, authenticated, two_factor, verified_email, roles, org_roles, clients or scopes)"
                 ));
             }
         };

@@ -92,6 +92,14 @@ pub struct SettingsArgs {
     /// TOML file of access rules for forward-auth (docs/api.md §6) [default: none]
     #[arg(long, env = "GATEHOUSE_ACCESS_RULES", value_name = "FILE")]
     pub access_rules: Option<String>,
+    /// TOML file of the business APIs tokens are issued for, and their scopes (docs/guide/
+    /// resources.md) [default: none]
+    #[arg(long, env = "GATEHOUSE_RESOURCES", value_name = "FILE")]
+    pub resources: Option<String>,
+    /// The contacts example API (/api/v1/crm/contacts, scopes contacts:read and contacts:write):
+    /// on or off [default: on]
+    #[arg(long, env = "GATEHOUSE_CONTACTS_API", value_name = "on|off")]
+    pub contacts_api: Option<String>,
     /// TOML file of the identity providers people may sign in through (docs/api.md §14)
     /// [default: none]
     #[arg(long, env = "GATEHOUSE_IDENTITY_PROVIDERS", value_name = "FILE")]

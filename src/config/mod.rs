@@ -14,6 +14,7 @@ mod mail;
 mod oauth;
 mod providers;
 pub(crate) use providers::is_loopback;
+pub mod resources;
 mod return_urls;
 mod source;
 mod tokens;
@@ -34,6 +35,7 @@ pub use webauthn::RelyingParty;
 use crate::authz::rules::AccessRules;
 use crate::crypto::SigningAlg;
 use crate::federation::ProviderConfig;
+use crate::model::Resource;
 
 /// Every setting, parsed and checked.
 #[derive(Clone, Debug)]
@@ -73,6 +75,9 @@ pub struct Settings {
     pub untrusted_token_only: bool,
     /// The upstream OpenID providers of `GATEHOUSE_IDENTITY_PROVIDERS` (empty without it).
     pub identity_providers: Vec<ProviderConfig>,
+    /// The business APIs of the settings: the contacts example (unless `GATEHOUSE_CONTACTS_API`
+    /// is off) and those of `GATEHOUSE_RESOURCES`. The operator's others are in the database.
+    pub resources: Vec<Resource>,
     pub log: String,
     pub log_format: LogFormat,
     /// Where users reach the service, without a trailing slash (`GATEHOUSE_PUBLIC_URL`).
@@ -116,6 +121,8 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "access_rules",
     "untrusted_forward_auth",
     "identity_providers",
+    "resources",
+    "contacts_api",
     "log",
     "log_format",
     "public_url",
@@ -170,6 +177,7 @@ impl Settings {
         let issuer = tokens::issuer(&src, args, &public_url)?;
         let audience = src.text("audience", &args.audience, "gatehouse-api")?;
         let oauth_resources = tokens::oauth_resources(&src, args, &issuer, &audience)?;
+        let reserved = audience_list(&audience, &oauth_resources);
 
         Ok(Settings {
             listen,
@@ -221,6 +229,7 @@ impl Settings {
                 ("token-only", "refuse"),
             )?,
             identity_providers: identity_providers(&src, args)?,
+            resources: declared_resources(&src, args, &reserved)?,
             log: log_filter(&src, args)?,
             log_format: log_format(&src, args)?,
             public_url,
@@ -327,6 +336,48 @@ fn identity_providers(
         }
         _ => Ok(Vec::new()),
     }
+}
+
+/// `GATEHOUSE_AUDIENCE` and `GATEHOUSE_OAUTH_RESOURCES`: audiences no declared API may take.
+fn audience_list(audience: &str, oauth_resources: &[String]) -> Vec<String> {
+    let mut all = vec![audience.to_owned()];
+    all.extend(oauth_resources.iter().cloned());
+    all
+}
+
+/// The contacts example (`GATEHOUSE_CONTACTS_API`) and the APIs of `GATEHOUSE_RESOURCES`; none of
+/// which may take an audience of `reserved` (`GATEHOUSE_AUDIENCE`, `GATEHOUSE_OAUTH_RESOURCES`).
+fn declared_resources(
+    src: &Source,
+    args: &SettingsArgs,
+    reserved: &[String],
+) -> Result<Vec<Resource>, SettingsError> {
+    let contacts = src.choice("contacts_api", &args.contacts_api, "on", ("on", "off"))?;
+    let built_in: Vec<Resource> = if contacts {
+        vec![resources::contacts()]
+    } else {
+        Vec::new()
+    };
+    let from_file = match src.pick("resources", &args.resources) {
+        Some(path) if !path.is_empty() => {
+            let setting = Setting { key: "resources" };
+            let declared = resources::load(std::path::Path::new(&path), &built_in)
+                .map_err(|reason| setting.invalid(&path, &reason))?;
+            if let Some(r) = declared
+                .iter()
+                .find(|r| r.audience.as_ref().is_some_and(|a| reserved.contains(a)))
+            {
+                let reason = format!(
+                    "resource {:?}: its audience is GATEHOUSE_AUDIENCE's or one of                      GATEHOUSE_OAUTH_RESOURCES (leave audience out for the former)",
+                    r.id
+                );
+                return Err(setting.invalid(&path, &reason));
+            }
+            declared
+        }
+        _ => Vec::new(),
+    };
+    Ok(built_in.into_iter().chain(from_file).collect())
 }
 
 fn log_filter(src: &Source, args: &SettingsArgs) -> Result<String, SettingsError> {

@@ -163,7 +163,7 @@ async fn decide(
     let policy = state.gate.policy_for(described);
     if *policy == Policy::Deny {
         log_denied(described, peer, state);
-        return forbidden();
+        return forbidden(policy);
     }
     if headers
         .get_all(header::AUTHORIZATION)
@@ -204,7 +204,7 @@ async fn decide(
         {
             return sign_in(state, asked, true);
         }
-        return forbidden();
+        return forbidden(policy);
     }
     let mut response = allowed(&holder);
     if !asked.redirects {
@@ -313,13 +313,28 @@ fn unauthorized(challenge: &'static str) -> Response {
         .into_response()
 }
 
-fn forbidden() -> Response {
+/// 403, with the challenge that says what would do: a second factor (RFC 9470's step-up
+/// error), one of a rule's scopes (RFC 6750 §3.1), else no credential (`insufficient_scope`).
+fn forbidden(policy: &Policy) -> Response {
+    let challenge = match policy {
+        Policy::TwoFactor => HeaderValue::from_static(
+            r#"Bearer error="insufficient_user_authentication", error_description="a second factor is required""#,
+        ),
+        Policy::Scopes(scopes) => {
+            HeaderValue::from_str(&format!(
+                r#"Bearer error="insufficient_scope", scope="{}""#,
+                scopes.join(" ")
+            ))
+            // Scope names are printable ASCII without quotes (`resources::scope_name_ok`).
+            .unwrap_or(HeaderValue::from_static(
+                r#"Bearer error="insufficient_scope""#,
+            ))
+        }
+        _ => HeaderValue::from_static(r#"Bearer error="insufficient_scope""#),
+    };
     (
         StatusCode::FORBIDDEN,
-        [(
-            header::WWW_AUTHENTICATE,
-            r#"Bearer error="insufficient_scope""#,
-        )],
+        [(header::WWW_AUTHENTICATE, challenge)],
     )
         .into_response()
 }

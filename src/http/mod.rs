@@ -71,6 +71,9 @@ pub struct Edge {
     pages: pages::SharedPages,
     /// The session cookie's attributes and the CORS origins (docs/api.md §6b).
     browser: Arc<crate::config::BrowserSettings>,
+    /// The contacts example API is on (`GATEHOUSE_CONTACTS_API`): off, `/api/v1/crm/…` is as
+    /// absent as an unknown route.
+    contacts_api: bool,
 }
 
 impl AppState {
@@ -90,6 +93,8 @@ impl AppState {
             provider_issuer: settings.provider_issuer().map(Arc::from),
             pages: Arc::new(pages::Pages::new(settings)?),
             browser: Arc::new(settings.browser.clone()),
+            contacts_api: (settings.resources.iter())
+                .any(|r| r.origin == crate::model::ResourceOrigin::BuiltIn),
         })))
     }
 
@@ -159,6 +164,19 @@ fn api() -> (Router<AppState>, utoipa::openapi::OpenApi) {
         .split_for_parts()
 }
 
+/// `/api/v1/crm/…` answers 404 while the contacts example API is off (`GATEHOUSE_CONTACTS_API`),
+/// before anything else is asked of the request.
+async fn contacts_switch(
+    axum::extract::State(state): axum::extract::State<AppState>,
+    req: Request<axum::body::Body>,
+    next: axum::middleware::Next,
+) -> Response {
+    if !state.contacts_api && req.uri().path().starts_with("/api/v1/crm/") {
+        return Error::NotFound.into_response();
+    }
+    next.run(req).await
+}
+
 /// The OpenAPI 3.1 document of every call.
 pub fn openapi() -> utoipa::openapi::OpenApi {
     api().1
@@ -193,6 +211,10 @@ pub fn router(state: AppState) -> Router {
         .merge(pages::federation::router())
         .fallback(|| async { Error::NotFound })
         .method_not_allowed_fallback(|| async { error::RequestError::MethodNotAllowed })
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            contacts_switch,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
             resource::announce_metadata,

@@ -14,8 +14,8 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::docs::error_responses;
-use crate::auth::oauth::scopes;
 use crate::error::Error;
+use crate::model::resources::{CONTACTS_READ, CONTACTS_WRITE};
 
 pub const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
 
@@ -33,8 +33,10 @@ struct ResourceMetadata {
     /// The issuer, whose RFC 8414 metadata is at `/.well-known/oauth-authorization-server`.
     #[schema(example = json!(["https://login.example.com"]))]
     authorization_servers: [String; 1],
-    #[schema(example = json!([scopes::CONTACTS_READ, scopes::CONTACTS_WRITE]))]
-    scopes_supported: [&'static str; 2],
+    /// The scopes of the business APIs whose tokens carry `GATEHOUSE_AUDIENCE` (the contacts
+    /// example, and the operator's APIs declared without an audience of their own).
+    #[schema(example = json!([CONTACTS_READ, CONTACTS_WRITE]))]
+    scopes_supported: Vec<String>,
     /// Only the `Authorization` header: a token in a query string or a form is never read.
     #[schema(example = json!(["header"]))]
     bearer_methods_supported: [&'static str; 1],
@@ -51,13 +53,17 @@ error_responses!(OffErrors: [Error::NotFound]);
     responses((status = 200, description = "The business API's metadata", body = ResourceMetadata), OffErrors))]
 async fn protected_resource(State(state): State<AppState>) -> Result<Response, Error> {
     let issuer = state.require_provider()?;
+    let scopes_supported = (state.auth.resources.list().iter())
+        .filter(|r| r.audience.is_none())
+        .flat_map(|r| r.scopes.iter().map(|s| s.name.clone()))
+        .collect();
     let metadata = ResourceMetadata {
         resource: state.public_url.to_string(),
         authorization_servers: [issuer.to_owned()],
-        scopes_supported: [scopes::CONTACTS_READ, scopes::CONTACTS_WRITE],
+        scopes_supported,
         bearer_methods_supported: ["header"],
     };
-    // It changes only with the settings, as the discovery documents.
+    // It changes with the settings and the operator's APIs: a minute's staleness is harmless.
     Ok((
         [(header::CACHE_CONTROL, "public, max-age=60")],
         axum::Json(metadata),

@@ -23,9 +23,25 @@ pub struct ClientIdentity {
     pub client_id: Uuid,
     /// The organisation the token names (a client bound to one, issue 27); `None` without one.
     pub org_id: Option<Uuid>,
+    /// The token's scopes.
+    pub scopes: super::ApiScopes,
 }
 
 impl Holder {
+    /// Whether the credential holds any of `scopes`: a client's token or an API key by its
+    /// `scope`; the person's own sign-in holds every one.
+    pub fn holds_any(&self, scopes: &[String]) -> bool {
+        let held = match self {
+            Holder::Person(who) => match &who.scopes {
+                None => return true,
+                Some(held) => held,
+            },
+            Holder::Client(client) => &client.scopes,
+            Holder::Key(key) => &key.scopes,
+        };
+        scopes.iter().any(|s| held.has(s))
+    }
+
     /// `Remote-User`: the person's id, or the client's.
     pub fn subject(&self) -> Uuid {
         match self {

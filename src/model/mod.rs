@@ -13,6 +13,7 @@ pub mod oauth;
 pub mod orgs;
 pub mod passkeys;
 pub mod redirect;
+pub mod resources;
 pub mod sessions;
 pub mod users;
 
@@ -20,6 +21,7 @@ pub use api_keys::{ApiKey, KeyIdentity, NewApiKey};
 pub use clients::{Client, ClientOrigin, ClientType, GrantType};
 pub use federation::{FederatedIdentity, FederationFlow, FlowPurpose, Linked, Unlinked};
 pub use holder::{ClientIdentity, Holder};
+pub use resources::{Catalog, Resource, ResourceOrigin, ResourceScope};
 pub use sessions::{
     ApiScopes, ClientGrant, ClientInfo, CookieSession, EndReason, Factor, Identity, LoginOutcome,
     LogoutScope, Principal, RefreshRecord, Session, SessionInfo, TokenSet, is_multi_factor,

@@ -110,6 +110,9 @@ pub struct Identity {
     /// or a metadata document's URL, §12); `None` for the person's own sign-in and for a session
     /// cookie.
     pub client: Option<String>,
+    /// What that client's token may do (its `scope`); `None`: the person's own sign-in, not
+    /// limited.
+    pub scopes: Option<ApiScopes>,
 }
 
 /// The caller of a bearer call, from a verified access token of a live session.
@@ -130,58 +133,41 @@ pub struct Principal {
     pub scopes: Option<ApiScopes>,
 }
 
-/// The resource scopes of Gatehouse's own business API a client's token carries (docs/api.md §11
-/// "Scopes"). Flags rather than the list, so that a verified token stays a small `Copy` value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct ApiScopes {
-    pub contacts_read: bool,
-    pub contacts_write: bool,
-}
+/// The scopes a client's token or an API key carries (docs/api.md §11 "Scopes", §12): what it may
+/// do at the business APIs, the operator's own and the contacts example. The `scope` text as
+/// issued (RFC 6749 §3.3: space-separated), shared: a verified token is cloned on every call.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ApiScopes(std::sync::Arc<str>);
 
 impl ApiScopes {
-    pub const CONTACTS_READ: &'static str = "contacts:read";
-    pub const CONTACTS_WRITE: &'static str = "contacts:write";
+    pub const CONTACTS_READ: &'static str = super::resources::CONTACTS_READ;
+    pub const CONTACTS_WRITE: &'static str = super::resources::CONTACTS_WRITE;
 
-    /// From a token's `scope` claim (RFC 6749 §3.3: space-separated); other scopes are not the
-    /// business API's and change nothing here.
+    /// From a token's `scope` claim or a key's stored scopes (space-separated).
     pub fn parse(scope: &str) -> ApiScopes {
-        let has = |name: &str| scope.split(' ').any(|s| s == name);
-        ApiScopes {
-            contacts_read: has(Self::CONTACTS_READ),
-            contacts_write: has(Self::CONTACTS_WRITE),
-        }
+        ApiScopes(scope.into())
     }
 
-    /// Every resource scope of the business API, in the order they are written.
-    pub const ALL: [&'static str; 2] = [Self::CONTACTS_READ, Self::CONTACTS_WRITE];
-
-    /// The scopes held, as RFC 6749 §3.3 writes them (space-separated, in `ALL`'s order).
-    pub fn scope_string(self) -> String {
-        self.names().join(" ")
+    /// Whether `scope` is held.
+    pub fn has(&self, scope: &str) -> bool {
+        self.0.split(' ').any(|s| s == scope)
     }
 
-    /// The scopes held, in `ALL`'s order.
-    pub fn names(self) -> Vec<&'static str> {
-        let held = [self.contacts_read, self.contacts_write];
-        Self::ALL
-            .iter()
-            .zip(held)
-            .filter_map(|(name, held)| held.then_some(*name))
-            .collect()
+    /// The scopes held, as RFC 6749 §3.3 writes them (space-separated, as issued).
+    pub fn scope_string(&self) -> String {
+        self.0.to_string()
+    }
+
+    /// The scopes held, in the order written.
+    pub fn names(&self) -> Vec<&str> {
+        self.0.split(' ').filter(|s| !s.is_empty()).collect()
     }
 }
 
 impl Principal {
     /// Whether the caller's token allows a business call that needs `scope`.
     pub fn allows(&self, scope: &str) -> bool {
-        match self.scopes {
-            None => true,
-            Some(s) => match scope {
-                ApiScopes::CONTACTS_READ => s.contacts_read,
-                ApiScopes::CONTACTS_WRITE => s.contacts_write,
-                _ => false,
-            },
-        }
+        self.scopes.as_ref().is_none_or(|s| s.has(scope))
     }
 
     /// Whose contacts the caller works with: their active organisation's, else their own.

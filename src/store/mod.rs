@@ -40,6 +40,7 @@ mod pool;
 pub mod purge;
 mod reauth_ceremonies;
 pub mod registration_tokens;
+pub mod resources;
 pub mod sessions;
 mod sqlite;
 pub mod throttles;

@@ -122,6 +122,8 @@ async fn the_cli_adds_a_client_with_every_flag_and_lists_it(backend: Backend) {
             "orgId": null,
             "origin": "operator",
             "introspection": false,
+            "pkceRequired": true,
+            "previousSecretExpiresAt": null,
             "metadataUrl": null,
         })
     );

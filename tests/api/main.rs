@@ -81,6 +81,7 @@ mod reauth_passkeys;
 mod refresh;
 mod relying_parties;
 mod resource_metadata;
+mod resources;
 mod sessions;
 mod signing_keys;
 mod slow;

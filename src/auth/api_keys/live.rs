@@ -135,7 +135,7 @@ impl Core {
             full_name: profile.full_name.clone(),
             roles: profile.roles.clone(),
             org,
-            scopes: key.scopes,
+            scopes: key.scopes.clone(),
             expires_at: key.expires_at,
         };
         Ok(LiveKey { key, holder })

@@ -16,6 +16,7 @@ use super::admin::Operator;
 use super::audit::{Actor, AuditEvent, Subject};
 use crate::error::{Conflict, Error, Result};
 use crate::mail::Notice;
+use crate::model::resources::Catalog;
 use crate::model::sessions::ApiScopes;
 use crate::model::{ApiKey, ClientInfo, NewApiKey, Principal};
 use crate::store::api_keys::NewKeyRecord;
@@ -50,30 +51,39 @@ pub struct KeyRequest {
     pub name: KeyName,
     /// Empty or absent: the password is not given (the session's re-authentication counts).
     pub password: Option<SecretString>,
-    pub scopes: ApiScopes,
+    /// The scopes asked for, checked against the business APIs declared now; `None`: all of them.
+    pub scopes: Option<Vec<String>>,
     /// ms; in the future (checked against the clock here).
     pub expires_at: Option<i64>,
     pub org_id: Option<Uuid>,
 }
 
-/// The scopes a key is asked for: each one of the business API's; absent, all of them.
-pub fn parse_scopes(raw: Option<&[String]>) -> Result<ApiScopes, String> {
+/// The scopes a key is asked for: each one of a business API's (the OpenID scopes say things of
+/// a person, which a key never asks); absent, every API's.
+pub fn parse_scopes(catalog: &Catalog, raw: Option<&[String]>) -> Result<ApiScopes, String> {
+    let all: Vec<&str> = catalog.api_scopes().collect();
     let Some(raw) = raw else {
-        return Ok(ApiScopes {
-            contacts_read: true,
-            contacts_write: true,
-        });
+        if all.is_empty() {
+            return Err("no business API is declared: there is nothing a key could do".into());
+        }
+        return Ok(ApiScopes::parse(&all.join(" ")));
     };
     if raw.is_empty() {
         return Err("must name at least one scope".into());
     }
-    if let Some(unknown) = raw.iter().find(|s| !ApiScopes::ALL.contains(&s.as_str())) {
+    if let Some(unknown) = raw.iter().find(|s| !all.contains(&s.as_str())) {
         return Err(format!(
-            "{unknown:?} is not a scope of the business API ({})",
-            ApiScopes::ALL.join(", ")
+            "{unknown:?} is not a scope of a business API ({})",
+            all.join(", ")
         ));
     }
-    Ok(ApiScopes::parse(&raw.join(" ")))
+    let mut kept: Vec<&str> = Vec::new();
+    for scope in raw {
+        if !kept.contains(&scope.as_str()) {
+            kept.push(scope);
+        }
+    }
+    Ok(ApiScopes::parse(&kept.join(" ")))
 }
 
 /// A new key: `ghk_` and 32 characters drawn uniformly from base62 by the OS generator.
@@ -103,6 +113,9 @@ impl ApiKeys {
         client: &ClientInfo,
     ) -> Result<NewApiKey> {
         let user = self.core.user(who).await?;
+        let catalog = self.core.catalog.current();
+        let scopes = parse_scopes(&catalog, request.scopes.as_deref())
+            .map_err(|why| Error::field("scopes", why))?;
         self.core
             .confirm_owner(&user, who, request.password, "password")
             .await?;
@@ -123,7 +136,7 @@ impl ApiKeys {
             user_id: user.id,
             name: request.name.0,
             prefix: key[live::PREFIX.len()..][..PREFIX_SHOWN].to_owned(),
-            scopes: request.scopes,
+            scopes,
             org_id: request.org_id,
             expires_at: request.expires_at,
             created_at: now,
@@ -242,12 +255,14 @@ mod tests {
 
     #[test]
     fn scopes_are_the_business_apis_only() {
-        let all = parse_scopes(None).unwrap();
+        let catalog = Catalog::new(vec![crate::config::resources::contacts()]);
+        let all = parse_scopes(&catalog, None).unwrap();
         assert_eq!(all.scope_string(), "contacts:read contacts:write");
-        let read = parse_scopes(Some(&["contacts:read".into()])).unwrap();
+        let read = parse_scopes(&catalog, Some(&["contacts:read".into()])).unwrap();
         assert_eq!(read.scope_string(), "contacts:read");
-        assert!(parse_scopes(Some(&[])).is_err());
-        assert!(parse_scopes(Some(&["openid".into()])).is_err());
+        assert!(parse_scopes(&catalog, Some(&[])).is_err());
+        assert!(parse_scopes(&catalog, Some(&["openid".into()])).is_err());
+        assert!(parse_scopes(&Catalog::default(), None).is_err());
     }
 
     #[test]

@@ -132,6 +132,19 @@ pub enum AuditEvent {
         client: Uuid,
         by: Actor,
     },
+    /// A business API declared, changed or removed (docs/guide/resources.md).
+    ResourceAdded {
+        resource: String,
+        by: Actor,
+    },
+    ResourceChanged {
+        resource: String,
+        by: Actor,
+    },
+    ResourceRemoved {
+        resource: String,
+        by: Actor,
+    },
     /// A confidential client's secret replaced; the old one works until `previous_until` (ms).
     ClientSecretRotated {
         client: Uuid,
@@ -284,6 +297,9 @@ impl AuditEvent {
             ClientChanged { .. } => "client.changed",
             ClientRemoved { .. } => "client.removed",
             ClientSecretRotated { .. } => "client.secret_rotated",
+            ResourceAdded { .. } => "resource.added",
+            ResourceChanged { .. } => "resource.changed",
+            ResourceRemoved { .. } => "resource.removed",
             ClientRegistered { .. } => "client.registered",
             RegistrationTokenIssued { .. } => "client.registration_token_issued",
             PasskeyAdded { .. } => "passkey.added",
@@ -381,6 +397,9 @@ impl AuditEvent {
             ClientAdded { client, by }
             | ClientChanged { client, by }
             | ClientRemoved { client, by } => format!("client={client} via={}", by.via()),
+            ResourceAdded { resource, by }
+            | ResourceChanged { resource, by }
+            | ResourceRemoved { resource, by } => format!("resource={resource} via={}", by.via()),
             ClientSecretRotated {
                 client,
                 by,

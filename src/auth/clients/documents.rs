@@ -11,7 +11,7 @@ use uuid::Uuid;
 use super::Clients;
 use super::metadata::{self, ClientMetadata};
 use crate::error::Result;
-use crate::model::{Client, ClientOrigin};
+use crate::model::{Catalog, Client, ClientOrigin};
 
 /// Longest a document is believed without fetching it again.
 const MAX_FRESH_MS: i64 = 24 * 3_600_000;
@@ -64,14 +64,15 @@ impl Clients {
         let fresh_ms = fetched.max_age.map_or(DEFAULT_FRESH_MS, |age| {
             i64::try_from(age.as_millis()).unwrap_or(i64::MAX)
         });
-        let client = match read_document(url, &parsed, &fetched.body) {
+        let catalog = self.core.catalog.current();
+        let client = match read_document(url, &parsed, &fetched.body, &catalog) {
             Ok(new) => new,
             Err(why) => {
                 tracing::info!(url = %url, why = %why, "client metadata document refused");
                 return Ok(Err(why));
             }
         };
-        let checked = match client.check(true) {
+        let checked = match client.check(true, &catalog) {
             Ok(checked) => checked,
             Err(error) => {
                 let why = match super::registration::refusal(error) {
@@ -150,6 +151,7 @@ fn read_document(
     url: &str,
     parsed: &Url,
     body: &[u8],
+    catalog: &Catalog,
 ) -> std::result::Result<super::NewClient, String> {
     let meta: ClientMetadata = serde_json::from_slice(body)
         .map_err(|_| "the document is not a JSON object of client metadata".to_owned())?;
@@ -170,7 +172,7 @@ fn read_document(
         }
     }
     let host = parsed.host_str().unwrap_or("client").to_owned();
-    metadata::new_client(&meta, "none", &host).map_err(|r| r.description)
+    metadata::new_client(&meta, "none", &host, catalog).map_err(|r| r.description)
 }
 
 #[cfg(test)]
@@ -197,7 +199,9 @@ mod tests {
     fn documents() {
         let url = "https://app.example/client.json";
         let parsed = Url::parse(url).unwrap();
-        let doc = |v: serde_json::Value| read_document(url, &parsed, v.to_string().as_bytes());
+        let catalog = Catalog::new(vec![crate::config::resources::contacts()]);
+        let doc =
+            |v: serde_json::Value| read_document(url, &parsed, v.to_string().as_bytes(), &catalog);
         let good = doc(serde_json::json!({
             "client_id": url,
             "client_name": "Agent",

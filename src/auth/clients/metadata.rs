@@ -7,7 +7,7 @@ use serde::Deserialize;
 use url::{Host, Url};
 
 use super::spec::NewClient;
-use crate::auth::oauth::scopes;
+use crate::model::Catalog;
 use crate::model::redirect::{self, UriUse};
 
 /// The fields Gatehouse reads; others are ignored (RFC 7591 §2: a server may ignore any).
@@ -81,6 +81,7 @@ pub(super) fn new_client(
     meta: &ClientMetadata,
     auth_method: &str,
     fallback_name: &str,
+    catalog: &Catalog,
 ) -> Result<NewClient, MetadataRefused> {
     let redirect_uris = meta.redirect_uris.clone().unwrap_or_default();
     for uri in redirect_uris
@@ -126,15 +127,16 @@ pub(super) fn new_client(
     let scopes = match meta.scope.as_deref() {
         None => None,
         Some(text) => {
-            let kept: Vec<String> = text
-                .split(' ')
-                .filter(|s| scopes::SUPPORTED.contains(s))
-                .map(str::to_owned)
-                .collect();
+            let mut kept: Vec<String> = Vec::new();
+            for scope in text.split(' ').filter(|s| catalog.is_known(s)) {
+                if !kept.iter().any(|k| k == scope) {
+                    kept.push(scope.to_owned());
+                }
+            }
             if kept.is_empty() {
                 return Err(metadata_error(format!(
                     "scope names none of the supported scopes ({})",
-                    scopes::SUPPORTED.join(" ")
+                    catalog.all().join(" ")
                 )));
             }
             Some(kept)
@@ -202,6 +204,10 @@ fn shown(text: &str) -> String {
 mod tests {
     use super::*;
 
+    fn catalog() -> Catalog {
+        Catalog::new(vec![crate::config::resources::contacts()])
+    }
+
     fn meta(json: serde_json::Value) -> ClientMetadata {
         serde_json::from_value(json).unwrap()
     }
@@ -209,7 +215,7 @@ mod tests {
     fn refused(json: serde_json::Value) -> &'static str {
         let m = meta(json);
         let method = auth_method(&m).map_err(|e| e.error);
-        match method.and_then(|a| new_client(&m, a, "x").map_err(|e| e.error)) {
+        match method.and_then(|a| new_client(&m, a, "x", &catalog()).map_err(|e| e.error)) {
             Err(e) => e,
             Ok(c) => panic!("accepted: {c:?}"),
         }
@@ -222,7 +228,7 @@ mod tests {
             "scope": "openid email tools:run",
             "token_endpoint_auth_method": "none"
         }));
-        let c = new_client(&m, auth_method(&m).unwrap(), "app.example").unwrap();
+        let c = new_client(&m, auth_method(&m).unwrap(), "app.example", &catalog()).unwrap();
         assert_eq!(c.client_type.as_deref(), Some("public"));
         assert!(!c.first_party);
         assert_eq!(c.grant_types, Some(vec!["authorization_code".to_owned()]));

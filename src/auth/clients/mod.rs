@@ -109,7 +109,7 @@ impl Clients {
     ) -> Result<(Client, Option<String>)> {
         let asked_grants = new.grant_types.is_some();
         let org_id = new.org_id;
-        let checked = new.check(asked_grants)?;
+        let checked = new.check(asked_grants, &self.core.catalog.current())?;
         if let Some(org) = org_id {
             if self.core.store.org(org).await?.is_none() {
                 return Err(Error::field("orgId", "is not an organisation"));
@@ -193,7 +193,8 @@ impl Clients {
     ) -> Result<Client> {
         let current = self.core.store.client(id).await?.ok_or(Error::NotFound)?;
         let asked_grants = changes.grant_types.is_some() || changes.redirect_uris.is_some();
-        let checked = changes.over(&current)?.check(asked_grants)?;
+        let catalog = self.core.catalog.current();
+        let checked = changes.over(&current)?.check(asked_grants, &catalog)?;
         let client = Client {
             name: checked.name,
             first_party: checked.first_party,

@@ -127,8 +127,9 @@ impl Clients {
             .and_then(|u| url::Url::parse(u).ok())
             .and_then(|u| u.host_str().map(str::to_owned))
             .unwrap_or_else(|| "Unnamed client".to_owned());
-        let new = metadata::new_client(&meta, auth_method, &fallback)?;
-        let checked = new.check(true).map_err(refusal)?;
+        let catalog = self.core.catalog.current();
+        let new = metadata::new_client(&meta, auth_method, &fallback, &catalog)?;
+        let checked = new.check(true, &catalog).map_err(refusal)?;
         if self.copies_operator_name(&checked.name).await? {
             return Err(metadata_error(super::COPIED_NAME).into());
         }

@@ -6,6 +6,7 @@ use crate::auth::oauth::scopes;
 use crate::crypto::SigningAlg;
 use crate::error::{Result, Validator};
 use crate::model::redirect::{self, UriUse};
+use crate::model::resources::Catalog;
 use crate::model::{Client, ClientType, GrantType};
 use uuid::Uuid;
 
@@ -143,7 +144,7 @@ impl NewClient {
     /// with `authorization_code` must have a redirect URI. A client given neither keeps the
     /// default grants without one: that is §6's introspection client (`clients add NAME`), and
     /// without a redirect URI no authorization can reach it.
-    pub(super) fn check(self, asked_grants: bool) -> Result<Checked> {
+    pub(super) fn check(self, asked_grants: bool, catalog: &Catalog) -> Result<Checked> {
         let mut v = Validator::new();
         // Neither grants nor redirect URIs: §6's introspection client (`clients add NAME`).
         let resource_server = self.grant_types.is_none() && self.redirect_uris.is_empty();
@@ -172,7 +173,7 @@ impl NewClient {
             "scopes",
             match self.scopes {
                 None => Ok(scopes::DEFAULT.iter().map(|s| (*s).to_owned()).collect()),
-                Some(names) => check_scopes(&names),
+                Some(names) => check_scopes(catalog, &names),
             },
         );
         let backchannel_logout_uri = v.check(
@@ -328,8 +329,10 @@ fn check_grants(names: &[String]) -> Result<Vec<GrantType>, String> {
     Ok(grants)
 }
 
-fn check_scopes(names: &[String]) -> Result<Vec<String>, String> {
-    let scopes = scopes::from_names(names.iter().map(String::as_str)).map_err(|e| e.to_string())?;
+fn check_scopes(catalog: &Catalog, names: &[String]) -> Result<Vec<String>, String> {
+    let scopes = catalog
+        .parse_names(names.iter().map(String::as_str))
+        .map_err(|e| e.to_string())?;
     if scopes.is_empty() {
         return Err("must name at least one scope".into());
     }
@@ -340,6 +343,10 @@ fn check_scopes(names: &[String]) -> Result<Vec<String>, String> {
 mod tests {
     use super::*;
     use crate::error::Error;
+
+    fn catalog() -> Catalog {
+        Catalog::new(vec![crate::config::resources::contacts()])
+    }
 
     fn strings(items: &[&str]) -> Vec<String> {
         items.iter().map(|s| (*s).to_owned()).collect()
@@ -355,7 +362,7 @@ mod tests {
 
     fn refused(client: NewClient) -> Vec<String> {
         let asked = client.grant_types.is_some();
-        match client.check(asked) {
+        match client.check(asked, &catalog()) {
             Err(Error::Validation(fields)) => fields.into_keys().collect(),
             other => panic!("not refused: {other:?}"),
         }
@@ -363,7 +370,7 @@ mod tests {
 
     #[test]
     fn defaults_are_the_contracts() {
-        let c = web_app().check(false).unwrap();
+        let c = web_app().check(false, &catalog()).unwrap();
         assert_eq!(c.client_type, ClientType::Confidential);
         assert!(!c.first_party);
         assert_eq!(c.grant_types, GrantType::DEFAULT);
@@ -376,22 +383,22 @@ mod tests {
             grant_types: Some(strings(&["client_credentials"])),
             ..NewClient::default()
         };
-        assert!(service.check(true).is_ok());
+        assert!(service.check(true, &catalog()).is_ok());
         // §6's `clients add NAME`: the default grants, no redirect URI.
         let introspection = NewClient {
             name: "billing".into(),
             ..NewClient::default()
         };
-        let checked = introspection.check(false).unwrap();
+        let checked = introspection.check(false, &catalog()).unwrap();
         assert_eq!(checked.grant_types, GrantType::DEFAULT);
         // ... which is the one kind that introspects unless told otherwise (docs/api.md §6).
         assert!(checked.introspection);
-        assert!(!web_app().check(false).unwrap().introspection);
+        assert!(!web_app().check(false, &catalog()).unwrap().introspection);
         let designated = NewClient {
             introspection: Some(true),
             ..web_app()
         };
-        assert!(designated.check(false).unwrap().introspection);
+        assert!(designated.check(false, &catalog()).unwrap().introspection);
     }
 
     #[test]
@@ -417,7 +424,7 @@ mod tests {
                 name: good.into(),
                 ..web_app()
             };
-            assert!(client.check(false).is_ok(), "{good:?}");
+            assert!(client.check(false, &catalog()).is_ok(), "{good:?}");
         }
         assert_eq!(
             name_skeleton("Ａｃｍｅ  Billing"),
@@ -431,12 +438,12 @@ mod tests {
 
     #[test]
     fn pkce_is_required_unless_an_operator_lets_a_confidential_client_off() {
-        assert!(web_app().check(false).unwrap().pkce_required);
+        assert!(web_app().check(false, &catalog()).unwrap().pkce_required);
         let legacy = NewClient {
             pkce_required: Some(false),
             ..web_app()
         };
-        assert!(!legacy.check(false).unwrap().pkce_required);
+        assert!(!legacy.check(false, &catalog()).unwrap().pkce_required);
         let public = NewClient {
             client_type: Some("public".into()),
             pkce_required: Some(false),
@@ -529,7 +536,7 @@ mod tests {
             scopes: Some(strings(&["email", "openid", "email"])),
             ..web_app()
         }
-        .check(true)
+        .check(true, &catalog())
         .unwrap();
         assert_eq!(
             c.redirect_uris,

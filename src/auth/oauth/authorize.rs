@@ -106,6 +106,10 @@ impl Checked<'_> {
     }
 }
 
+/// A request that passed `check`: its scopes, its `prompt`, and its tokens' audience (`None`:
+/// `GATEHOUSE_AUDIENCE`).
+type Judged = (Vec<String>, Prompt, Option<String>);
+
 /// The `prompt` values (OpenID Connect Core §3.1.2.1) Gatehouse acts on.
 #[derive(Default)]
 struct Prompt {
@@ -134,6 +138,21 @@ fn prompt(text: Option<&str>) -> std::result::Result<Prompt, String> {
         return Err("prompt=none cannot be combined with another value".into());
     }
     Ok(p)
+}
+
+/// The `aud` of the tokens of `scopes` (RFC 8707: `resource` as asked, else the one declared API
+/// with an audience of its own they are for, else `None`: `GATEHOUSE_AUDIENCE`), or the error
+/// that goes back to the client.
+pub(super) fn target(
+    catalog: &crate::model::Catalog,
+    scopes: &[String],
+    resource: Option<&str>,
+) -> std::result::Result<Option<String>, (&'static str, String)> {
+    use crate::model::resources::TargetError;
+    catalog.audience_for(scopes, resource).map_err(|e| match e {
+        TargetError::SeveralAudiences(..) => ("invalid_scope", e.to_string()),
+        TargetError::NotDeclaredBy { .. } => ("invalid_target", e.to_string()),
+    })
 }
 
 /// PKCE (RFC 7636, S256 only) as the client must use it: always, unless an operator let a
@@ -250,7 +269,7 @@ impl Provider {
             issuer: &issuer,
             vouched,
         };
-        let (scopes, prompt) = match self.check(&checked) {
+        let (scopes, prompt, audience) = match self.check(&checked) {
             Ok(ok) => ok,
             Err((error, description)) => {
                 if let (false, Some(person)) = (checked.vouched, person) {
@@ -385,7 +404,7 @@ impl Provider {
             code_challenge: request.code_challenge.clone().unwrap_or_default(),
             scope: scopes,
             nonce: request.nonce.clone(),
-            audience: request.resource.clone(),
+            audience,
             amr: session.amr.clone(),
             auth_time,
             expires_at: now + CODE_TTL_MS,
@@ -399,12 +418,9 @@ impl Provider {
         Ok(checked.back(&[("code", &code)]))
     }
 
-    /// Everything of a request that goes back to the client when wrong: its scopes and prompt if
-    /// right, the error and its description if not.
-    fn check(
-        &self,
-        checked: &Checked<'_>,
-    ) -> std::result::Result<(Vec<String>, Prompt), (&'static str, String)> {
+    /// Everything of a request that goes back to the client when wrong: its scopes, prompt and
+    /// tokens' audience if right, the error and its description if not.
+    fn check(&self, checked: &Checked<'_>) -> std::result::Result<Judged, (&'static str, String)> {
         let r = checked.request;
         let client = &checked.client;
         if let Some(t) = r.response_type.as_deref().filter(|t| *t != "code") {
@@ -419,7 +435,9 @@ impl Provider {
                 "the client may not use the authorization code grant".into(),
             ));
         }
-        let scopes = scopes::parse(r.scope.as_deref().unwrap_or_default())
+        let catalog = self.core.catalog.current();
+        let scopes = catalog
+            .parse(r.scope.as_deref().unwrap_or_default())
             .map_err(|e| ("invalid_scope", e.to_string()))?;
         check_pkce(client, r, &scopes)?;
         if scopes.is_empty() {
@@ -453,13 +471,14 @@ impl Provider {
                     "invalid_target",
                     format!(
                         "resource must be {:?} or a resource server this service issues tokens \
-                         for (GATEHOUSE_OAUTH_RESOURCES)",
+                         for (GATEHOUSE_OAUTH_RESOURCES, an API of docs/guide/resources.md)",
                         self.core.tokens.audience()
                     ),
                 ));
             }
         }
-        Ok((scopes, prompt))
+        let audience = target(&catalog, &scopes, r.resource.as_deref())?;
+        Ok((scopes, prompt, audience))
     }
 }
 

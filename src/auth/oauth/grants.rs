@@ -329,7 +329,7 @@ impl Provider {
         let scope = match request.scope.as_deref() {
             None => grant.scope.clone(),
             Some(asked) => {
-                let asked = scopes::parse(asked)
+                let asked = (self.core.catalog.current().parse(asked))
                     .map_err(|e| OAuthFailure::refused("invalid_scope", e.to_string()))?;
                 if asked.is_empty() || !scopes::all_within(&asked, &grant.scope) {
                     return Err(OAuthFailure::refused(
@@ -367,22 +367,18 @@ impl Provider {
 
     fn client_credentials(&self, client: &Client, request: &TokenRequest) -> Outcome<TokenAnswer> {
         // Scopes about a person mean nothing for a client's token for itself.
-        let personal = [
-            scopes::OPENID,
-            scopes::OFFLINE_ACCESS,
-            scopes::PROFILE,
-            scopes::EMAIL,
-            scopes::ROLES,
-        ];
-        let scope = match request.scope.as_deref() {
+        let personal = scopes::PERSONAL;
+        let catalog = self.core.catalog.current();
+        let scope: Vec<String> = match request.scope.as_deref() {
             None => client
                 .scopes
                 .iter()
-                .filter(|s| !personal.contains(&s.as_str()))
+                .filter(|s| !personal.contains(&s.as_str()) && catalog.is_known(s))
                 .cloned()
                 .collect(),
             Some(asked) => {
-                let asked = scopes::parse(asked)
+                let asked = catalog
+                    .parse(asked)
                     .map_err(|e| OAuthFailure::refused("invalid_scope", e.to_string()))?;
                 if let Some(s) = asked
                     .iter()
@@ -396,8 +392,11 @@ impl Provider {
                 asked
             }
         };
+        // One API's token (RFC 8707): its audience, or the one asked for.
+        let audience = super::authorize::target(&catalog, &scope, request.resource.as_deref())
+            .map_err(|(error, description)| OAuthFailure::refused(error, description))?;
         Ok(TokenAnswer {
-            access_token: self.client_only_token(client, &scope, request.resource.as_deref())?,
+            access_token: self.client_only_token(client, &scope, audience.as_deref())?,
             expires_in: self.core.tokens.access_ttl_seconds(),
             scope: scopes::join(&scope),
             id_token: None,

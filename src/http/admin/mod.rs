@@ -18,6 +18,7 @@ mod audit;
 mod clients;
 mod orgs;
 mod registration_tokens;
+mod resources;
 mod users;
 mod views;
 
@@ -33,6 +34,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(orgs::router())
         .merge(clients::router())
         .merge(registration_tokens::router())
+        .merge(resources::router())
 }
 
 /// The caller of an administration call: an admin whose session has a second factor

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::password_or_window;
 use super::views::Deleted;
-use crate::auth::api_keys::{KeyName, KeyRequest, MAX_KEYS, parse_scopes};
+use crate::auth::api_keys::{KeyName, KeyRequest, MAX_KEYS};
 use crate::clock::rfc3339;
 use crate::error::{Conflict, Error, Result, Validator};
 use crate::http::docs::{
@@ -114,7 +114,8 @@ struct CreateKeyRequest {
     /// The account's password: an access token alone must not make a standing credential. Not
     /// needed while this session is re-authenticated (`POST /auth/reauthenticate`).
     password: String,
-    /// Scopes of the business API (`contacts:read`, `contacts:write`); all of them when left out.
+    /// Scopes of the business APIs (docs/guide/resources.md: `contacts:read`, `contacts:write`
+    /// and the operator's own); all of them when left out.
     #[schema(example = json!(["contacts:read"]))]
     scopes: Option<Vec<String>>,
     /// When the key stops working (RFC 3339, in the future); never when left out or `null`.
@@ -136,7 +137,7 @@ impl CreateKeyRequest {
     fn parse(self) -> Result<KeyRequest> {
         let mut v = Validator::new();
         let name = v.check("name", KeyName::parse(&self.name));
-        let scopes = v.check("scopes", parse_scopes(self.scopes.as_deref()));
+
         let expires_at = match self.expires_at.as_deref() {
             None => Some(None),
             Some(raw) => v.check("expiresAt", parse_time(raw).map(Some)),
@@ -154,7 +155,7 @@ impl CreateKeyRequest {
             Some(KeyRequest {
                 name: name?,
                 password: password_or_window(self.password),
-                scopes: scopes?,
+                scopes: self.scopes,
                 expires_at: expires_at?,
                 org_id: org_id?,
             })

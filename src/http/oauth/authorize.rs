@@ -86,6 +86,20 @@ struct ClientView {
     redirect_host: String,
 }
 
+/// A scope the consent screen asks about, in words.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+struct ScopeView {
+    #[schema(example = "orders:read")]
+    scope: String,
+    /// The OpenID scopes' sentence, or what the business API declares (docs/guide/resources.md).
+    #[schema(example = "See your orders")]
+    description: String,
+    /// The business API the scope is of; `null` for an OpenID scope.
+    #[schema(example = "Orders API")]
+    resource: Option<String>,
+}
+
 /// One of three answers.
 #[derive(Serialize, ToSchema)]
 #[serde(untagged)]
@@ -107,6 +121,8 @@ enum AuthorizeAnswer {
         consent_required: bool,
         client: ClientView,
         scopes: Vec<String>,
+        /// `scopes` in words, in the same order.
+        scope_details: Vec<ScopeView>,
         /// The person's organisations to choose from (only the client's own when it is bound to
         /// one); empty: none to choose.
         organisations: Vec<OrgView>,
@@ -192,6 +208,16 @@ async fn authorize(
                     .ok()
                     .and_then(|u| u.host_str().map(str::to_owned))
                     .unwrap_or_default(),
+            },
+            scope_details: {
+                let catalog = state.auth.resources.catalog();
+                (scopes.iter())
+                    .map(|s| ScopeView {
+                        scope: s.clone(),
+                        description: catalog.describe(s).unwrap_or(s).to_owned(),
+                        resource: catalog.resource_of(s).map(|r| r.name.clone()),
+                    })
+                    .collect()
             },
             scopes,
             organisations: orgs

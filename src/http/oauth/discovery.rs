@@ -12,7 +12,6 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::oauth::scopes;
 use crate::crypto::SigningAlg;
 use crate::error::Error;
 use crate::http::AppState;
@@ -71,8 +70,9 @@ struct ProviderMetadata {
     introspection_endpoint: String,
     #[schema(example = "https://login.example.com/oauth2/end-session")]
     end_session_endpoint: String,
-    #[schema(example = json!(scopes::SUPPORTED))]
-    scopes_supported: Vec<&'static str>,
+    /// The OpenID scopes and every business API's (docs/guide/resources.md).
+    #[schema(example = json!(["openid", "profile", "email", "offline_access", "roles", "contacts:read", "contacts:write"]))]
+    scopes_supported: Vec<String>,
     #[schema(example = json!(["code"]))]
     response_types_supported: [&'static str; 1],
     #[schema(example = json!(["query"]))]
@@ -125,7 +125,9 @@ impl ProviderMetadata {
             revocation_endpoint: at("/oauth2/revoke"),
             introspection_endpoint: at("/oauth2/introspect"),
             end_session_endpoint: at("/oauth2/end-session"),
-            scopes_supported: scopes::SUPPORTED.to_vec(),
+            scopes_supported: (state.auth.resources.catalog().all().iter())
+                .map(|s| (*s).to_owned())
+                .collect(),
             response_types_supported: ["code"],
             response_modes_supported: ["query"],
             grant_types_supported: GrantType::ALL.iter().map(|g| g.as_str()).collect(),

@@ -1,0 +1,241 @@
+//! The business APIs tokens are issued for (docs/guide/resources.md), and so the scopes there are:
+//! the settings' (the contacts example and `GATEHOUSE_RESOURCES`, fixed until a restart) and the
+//! operator's (the CLI, the admin API: in the database). Every flow reads the vocabulary from
+//! memory (`Core::catalog`); each instance reads the operator's again every `SYNC_INTERVAL`, so
+//! a change made anywhere is everywhere within a second.
+
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use super::Core;
+use super::admin::Operator;
+use super::audit::AuditEvent;
+use super::live::{read, write};
+use crate::error::{Conflict, Error, Result};
+use crate::model::resources::Catalog;
+use crate::model::{Resource, ResourceOrigin, ResourceScope};
+use crate::store::Store;
+
+/// How often an instance reads the operator's resources again.
+pub const SYNC_INTERVAL: Duration = Duration::from_secs(1);
+
+/// The vocabulary now: the settings' resources and the database's as last read.
+pub struct CatalogCell {
+    settings: Vec<Resource>,
+    current: RwLock<Arc<Catalog>>,
+}
+
+impl CatalogCell {
+    /// The settings' resources and those of the database now.
+    pub async fn load(store: &Store, settings: Vec<Resource>) -> Result<CatalogCell> {
+        let cell = CatalogCell {
+            current: RwLock::new(Arc::new(Catalog::new(settings.clone()))),
+            settings,
+        };
+        cell.sync(store).await?;
+        Ok(cell)
+    }
+
+    /// The catalog as this instance knows it (at most `SYNC_INTERVAL` old).
+    pub fn current(&self) -> Arc<Catalog> {
+        read(&self.current).clone()
+    }
+
+    /// Reads the operator's resources again; the new catalog, which replaces the old one.
+    pub async fn sync(&self, store: &Store) -> Result<Arc<Catalog>> {
+        let mut all = self.settings.clone();
+        all.extend(store.resources().await?);
+        let catalog = Arc::new(Catalog::new(all));
+        *write(&self.current) = catalog.clone();
+        Ok(catalog)
+    }
+}
+
+/// A resource to declare, or a declared one's new state, as given (checked whole).
+#[derive(Debug, Clone, Default)]
+pub struct ResourceInput {
+    pub id: String,
+    pub name: String,
+    pub audience: Option<String>,
+    /// Name and description of each scope.
+    pub scopes: Vec<(String, String)>,
+}
+
+/// A change of an operator's resource: each `Some` replaces the field (`audience: Some(None)`
+/// removes it). Its id never changes.
+#[derive(Debug, Clone, Default)]
+pub struct ResourceChanges {
+    pub name: Option<String>,
+    pub audience: Option<Option<String>>,
+    pub scopes: Option<Vec<(String, String)>>,
+}
+
+/// The business APIs: listed, declared, changed and removed by operators.
+#[derive(Clone)]
+pub struct Resources {
+    pub(super) core: Arc<Core>,
+}
+
+impl Resources {
+    /// Reads the operator's APIs again (the instance's periodic work: a change made elsewhere
+    /// is here within `SYNC_INTERVAL`).
+    pub async fn sync(&self) -> Result<()> {
+        self.core.catalog.sync(&self.core.store).await.map(|_| ())
+    }
+
+    /// The vocabulary of scopes now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.core.catalog.current()
+    }
+
+    /// Every API, the settings' first.
+    pub fn list(&self) -> Vec<Resource> {
+        self.core.catalog.current().resources().to_vec()
+    }
+
+    /// One API; `NotFound` without it.
+    pub fn get(&self, id: &str) -> Result<Resource> {
+        let catalog = self.core.catalog.current();
+        catalog.resource(id).cloned().ok_or(Error::NotFound)
+    }
+
+    /// Declares an API; `VALIDATION_ERROR` naming the fault, 409 when its id, audience or a
+    /// scope is another API's.
+    pub async fn create(&self, op: Operator<'_>, input: ResourceInput) -> Result<Resource> {
+        let resource = resource_of(input);
+        let catalog = self.core.catalog.sync(&self.core.store).await?;
+        let audience = resource.audience.as_deref();
+        if catalog.resource(&resource.id).is_some()
+            || audience.is_some_and(|a| catalog.by_audience(a).is_some())
+        {
+            return Err(Error::Conflict(Conflict::ResourceTaken));
+        }
+        self.check(&resource, &catalog)?;
+        let now = self.core.clock.now_ms();
+        if !self.core.store.insert_resource(&resource, now).await? {
+            return Err(Error::Conflict(Conflict::ResourceTaken));
+        }
+        self.core.catalog.sync(&self.core.store).await?;
+        let event = AuditEvent::ResourceAdded {
+            resource: resource.id.clone(),
+            by: op.actor(),
+        };
+        self.core.audit_by(op, event, None).await;
+        Ok(resource)
+    }
+
+    /// Changes an operator's API (those of the settings change in the settings only).
+    pub async fn update(
+        &self,
+        op: Operator<'_>,
+        id: &str,
+        changes: ResourceChanges,
+    ) -> Result<Resource> {
+        let catalog = self.core.catalog.sync(&self.core.store).await?;
+        let current = catalog.resource(id).cloned().ok_or(Error::NotFound)?;
+        if current.origin != ResourceOrigin::Operator {
+            return Err(Error::Conflict(Conflict::ResourceInSettings));
+        }
+        let resource = Resource {
+            name: changes.name.unwrap_or(current.name),
+            audience: changes.audience.unwrap_or(current.audience),
+            scopes: match changes.scopes {
+                Some(scopes) => scopes_of(scopes),
+                None => current.scopes,
+            },
+            ..current
+        };
+        let others: Vec<Resource> = (catalog.resources().iter())
+            .filter(|r| r.id != id)
+            .cloned()
+            .collect();
+        self.check(&resource, &Catalog::new(others))?;
+        let now = self.core.clock.now_ms();
+        match self.core.store.update_resource(&resource, now).await? {
+            None => return Err(Error::NotFound),
+            Some(false) => return Err(Error::Conflict(Conflict::ResourceTaken)),
+            Some(true) => {}
+        }
+        self.core.catalog.sync(&self.core.store).await?;
+        let event = AuditEvent::ResourceChanged {
+            resource: resource.id.clone(),
+            by: op.actor(),
+        };
+        self.core.audit_by(op, event, None).await;
+        Ok(resource)
+    }
+
+    /// Removes an operator's API: its scopes are no scopes any more (clients registered for
+    /// them are asked for them in vain, `invalid_scope`; tokens issued keep them until they
+    /// expire).
+    pub async fn remove(&self, op: Operator<'_>, id: &str) -> Result<()> {
+        let catalog = self.core.catalog.current();
+        if catalog
+            .resource(id)
+            .is_some_and(|r| r.origin != ResourceOrigin::Operator)
+        {
+            return Err(Error::Conflict(Conflict::ResourceInSettings));
+        }
+        if !self.core.store.delete_resource(id).await? {
+            return Err(Error::NotFound);
+        }
+        self.core.catalog.sync(&self.core.store).await?;
+        let event = AuditEvent::ResourceRemoved {
+            resource: id.to_owned(),
+            by: op.actor(),
+        };
+        self.core.audit_by(op, event, None).await;
+        Ok(())
+    }
+
+    /// The settings' rules (`config::resources::check`), and no audience of the service's own:
+    /// `GATEHOUSE_AUDIENCE` (leave `audience` out for it), `GATEHOUSE_OAUTH_RESOURCES`, the issuer.
+    fn check(&self, resource: &Resource, others: &Catalog) -> Result<()> {
+        crate::config::resources::check(resource, others).map_err(|reason| {
+            let field = if reason.contains("audience") {
+                "audience"
+            } else if reason.contains("scope") {
+                "scopes"
+            } else if reason.contains("name must") {
+                "name"
+            } else {
+                "id"
+            };
+            Error::field(field, reason)
+        })?;
+        if let Some(audience) = &resource.audience {
+            let tokens = &self.core.tokens;
+            if audience == tokens.audience()
+                || audience == tokens.issuer()
+                || tokens.issues_for_settings(audience)
+            {
+                return Err(Error::field(
+                    "audience",
+                    "is the service's own (GATEHOUSE_AUDIENCE, the issuer, or one of \
+                     GATEHOUSE_OAUTH_RESOURCES): leave it out for GATEHOUSE_AUDIENCE",
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+fn scopes_of(scopes: Vec<(String, String)>) -> Vec<ResourceScope> {
+    scopes
+        .into_iter()
+        .map(|(name, description)| ResourceScope {
+            name,
+            description: description.trim().to_owned(),
+        })
+        .collect()
+}
+
+fn resource_of(input: ResourceInput) -> Resource {
+    Resource {
+        id: input.id,
+        name: input.name.trim().to_owned(),
+        audience: input.audience,
+        scopes: scopes_of(input.scopes),
+        origin: ResourceOrigin::Operator,
+    }
+}
