@@ -5,17 +5,6 @@ import { $, focus, gatehouse, onClick, showError } from "/assets/pages/ui.js";
 
 const query = new URLSearchParams(location.search);
 
-/** The scopes, in words. */
-const WORDS = {
-  openid: "Know who you are on this service",
-  profile: "See your name",
-  email: "See your e-mail address",
-  offline_access: "Stay connected while you are away",
-  roles: "See your roles",
-  "contacts:read": "Read your contacts",
-  "contacts:write": "Add, change and delete your contacts",
-};
-
 /**
  * To /sign-in, which comes back here. `again`: the session is too old (max_age) or the client
  * asked for a new sign-in (prompt=login): the new sign-in satisfies both, so the way back asks for
@@ -101,10 +90,12 @@ async function showConsent(answer) {
   $("redirect-host").textContent = answer.client.redirectHost;
   $("self-registered").hidden = !answer.client.selfRegistered;
   const list = $("scopes");
+  // In the words the server gives: the OpenID scopes' and each business API's own.
+  const details = answer.scopeDetails ?? answer.scopes.map((scope) => ({ scope, description: scope }));
   list.replaceChildren(
-    ...answer.scopes.map((scope) => {
+    ...details.map(({ scope, description }) => {
       const item = document.createElement("li");
-      item.textContent = WORDS[scope] ?? scope;
+      item.textContent = description;
       item.dataset.scope = scope;
       return item;
     }),
