@@ -52,7 +52,7 @@ async fn forward_auth_and_introspection_describe_the_keys_owner(backend: Backend
     let app = crate::helpers::spawn_app_with(backend, args).await;
     let (token, _) = app.logged_in_user("ann@example.com").await;
     let ann = claims(&token)["sub"].as_str().unwrap().to_owned();
-    let body = json!({ "name": "reports", "scopes": ["contacts:read"] });
+    let body = json!({ "name": "reports", "scopes": ["contacts:read"], "expiresAt": null });
     let (id, key) = new_key(&app, &token, body).await;
 
     let allowed = forward_auth(&app, &key, "/hello").await;

@@ -5,8 +5,19 @@ import { action, api, button, clicked, confirmed, element, section } from "/asse
 
 const DAY_MS = 86_400_000;
 
+/** The choices of access: everything a key may do, then each scope alone, in the APIs' words. */
+function showScopes(scopes) {
+  const select = $("key-access");
+  if (select.options.length) return;
+  const apis = [...new Set(scopes.map((s) => s.resource))];
+  const all = new Option(`Everything: ${apis.join(", ")}`, scopes.map((s) => s.scope).join(" "));
+  const each = scopes.map((s) => new Option(`${s.description} (${s.resource})`, s.scope));
+  select.replaceChildren(all, ...(scopes.length > 1 ? each : []));
+}
+
 async function loadKeys() {
-  const { items } = await api("GET", "/auth/api-keys");
+  const { items, scopes } = await api("GET", "/auth/api-keys");
+  showScopes(scopes ?? []);
   $("key-none").hidden = items.length > 0;
   $("key-list").replaceChildren(
     ...items.map((k) => {
@@ -44,9 +55,10 @@ action(
     const days = Number($("key-expiry").value);
     const body = {
       name: $("key-name").value,
-      scopes: $("key-access").value === "read" ? ["contacts:read"] : ["contacts:read", "contacts:write"],
+      scopes: $("key-access").value.split(" ").filter(Boolean),
     };
-    if (days) body.expiresAt = new Date(Date.now() + days * DAY_MS).toISOString();
+    // "Never" is asked for in so many words: left out, the API gives a key 90 days.
+    body.expiresAt = days ? new Date(Date.now() + days * DAY_MS).toISOString() : null;
     const made = await confirmed(() => api("POST", "/auth/api-keys", body));
     form.reset();
     $("key-value").textContent = made.key;

@@ -46,6 +46,21 @@ impl KeyName {
     }
 }
 
+/// How long a key lives unless asked otherwise: what the account page offers first, so that a key
+/// made by a script is not a standing credential by accident (docs/api.md §12).
+pub const DEFAULT_LIFETIME_MS: i64 = 90 * 24 * 3_600_000;
+
+/// When a new key stops working.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expiry {
+    /// In `DEFAULT_LIFETIME_MS`.
+    Default,
+    /// Never: asked for in so many words (`expiresAt: null`).
+    Never,
+    /// At this time (ms), which must be in the future (checked against the clock here).
+    At(i64),
+}
+
 /// What a new key is asked to be, its fields checked for form.
 pub struct KeyRequest {
     pub name: KeyName,
@@ -53,8 +68,7 @@ pub struct KeyRequest {
     pub password: Option<SecretString>,
     /// The scopes asked for, checked against the business APIs declared now; `None`: all of them.
     pub scopes: Option<Vec<String>>,
-    /// ms; in the future (checked against the clock here).
-    pub expires_at: Option<i64>,
+    pub expires_at: Expiry,
     pub org_id: Option<Uuid>,
 }
 
@@ -120,9 +134,14 @@ impl ApiKeys {
             .confirm_owner(&user, who, request.password, "password")
             .await?;
         let now = self.core.clock.now_ms();
-        if request.expires_at.is_some_and(|at| at <= now) {
-            return Err(Error::field("expiresAt", "must be in the future"));
-        }
+        let expires_at = match request.expires_at {
+            Expiry::Default => Some(now + DEFAULT_LIFETIME_MS),
+            Expiry::Never => None,
+            Expiry::At(at) if at <= now => {
+                return Err(Error::field("expiresAt", "must be in the future"));
+            }
+            Expiry::At(at) => Some(at),
+        };
         if let Some(org) = request.org_id {
             self.core
                 .store
@@ -138,7 +157,7 @@ impl ApiKeys {
             prefix: key[live::PREFIX.len()..][..PREFIX_SHOWN].to_owned(),
             scopes,
             org_id: request.org_id,
-            expires_at: request.expires_at,
+            expires_at,
             created_at: now,
             last_used_at: None,
         };

@@ -8,7 +8,7 @@ use utoipa_axum::routes;
 use super::Admin;
 use super::users::gate_errors;
 use crate::error::{Error, Result};
-use crate::http::auth::api_keys::{ApiKeyList, ApiKeyView};
+use crate::http::auth::api_keys::ApiKeyList;
 use crate::http::auth::views::Deleted;
 use crate::http::docs::error_responses;
 use crate::http::extract::{PathId, PathIds};
@@ -32,9 +32,7 @@ async fn list_keys(
     PathId(id): PathId,
 ) -> Result<Answer<ApiKeyList>> {
     let keys = state.auth.api_keys.keys_of(admin.op(), id).await?;
-    Ok(ok(ApiKeyList {
-        items: keys.into_iter().map(ApiKeyView::from).collect(),
-    }))
+    Ok(ok(ApiKeyList::of(&state, keys)))
 }
 
 /// Delete an account's API key: refused here at once and on every instance within 2 s; the owner

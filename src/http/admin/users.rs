@@ -198,14 +198,7 @@ struct PatchRequest {
     disabled: Option<Option<bool>>,
 }
 
-/// A field that is present: `Some(None)` for `null`, told apart from a field left out (`None`).
-pub(super) fn given<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Deserialize<'de>,
-{
-    Option::<T>::deserialize(d).map(Some)
-}
+pub(super) use crate::http::extract::given;
 
 /// A field's value: left out → `Some(None)`, given → `Some(Some(checked))`, `null` or failing
 /// `check` → `None` with the reason recorded.

@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::password_or_window;
 use super::views::Deleted;
-use crate::auth::api_keys::{KeyName, KeyRequest, MAX_KEYS};
+use crate::auth::api_keys::{Expiry, KeyName, KeyRequest, MAX_KEYS};
 use crate::clock::rfc3339;
 use crate::error::{Conflict, Error, Result, Validator};
 use crate::http::docs::{
@@ -118,9 +118,11 @@ struct CreateKeyRequest {
     /// and the operator's own); all of them when left out.
     #[schema(example = json!(["contacts:read"]))]
     scopes: Option<Vec<String>>,
-    /// When the key stops working (RFC 3339, in the future); never when left out or `null`.
-    #[schema(format = DateTime, example = "2027-01-01T00:00:00Z")]
-    expires_at: Option<String>,
+    /// When the key stops working (RFC 3339, in the future). Left out: in 90 days, as the
+    /// account page offers first; `null`: never (a key that never expires must be asked for).
+    #[serde(deserialize_with = "crate::http::extract::given")]
+    #[schema(value_type = Option<String>, format = DateTime, example = "2027-01-01T00:00:00Z")]
+    expires_at: Option<Option<String>>,
     /// One of the caller's organisations: the key works with its contacts (as a token with that
     /// active organisation does) while the caller is its member.
     #[schema(format = Uuid)]
@@ -138,9 +140,10 @@ impl CreateKeyRequest {
         let mut v = Validator::new();
         let name = v.check("name", KeyName::parse(&self.name));
 
-        let expires_at = match self.expires_at.as_deref() {
-            None => Some(None),
-            Some(raw) => v.check("expiresAt", parse_time(raw).map(Some)),
+        let expires_at = match self.expires_at {
+            None => Some(Expiry::Default),
+            Some(None) => Some(Expiry::Never),
+            Some(Some(raw)) => v.check("expiresAt", parse_time(&raw).map(Expiry::At)),
         };
         let org_id = match self.org_id.as_deref() {
             None => Some(None),
@@ -197,6 +200,22 @@ async fn create_key(
 #[derive(Serialize, ToSchema)]
 pub struct ApiKeyList {
     pub items: Vec<ApiKeyView>,
+    /// The scopes a new key may be given: every business API's (docs/guide/resources.md), in
+    /// words, for the page that makes keys.
+    pub scopes: Vec<KeyScope>,
+}
+
+/// A scope a key may be given.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct KeyScope {
+    #[schema(example = "contacts:read")]
+    pub scope: String,
+    #[schema(example = "Read your contacts")]
+    pub description: String,
+    /// The API it is of.
+    #[schema(example = "Contacts")]
+    pub resource: String,
 }
 
 error_responses!(ListErrors: bearer_errors(), [Error::ClientToken], server_errors());
@@ -209,9 +228,26 @@ async fn list_keys(
     AuthUser(who): AuthUser,
 ) -> Result<Answer<ApiKeyList>> {
     let keys = state.auth.api_keys.list(&who).await?;
-    Ok(ok(ApiKeyList {
-        items: keys.into_iter().map(ApiKeyView::from).collect(),
-    }))
+    Ok(ok(ApiKeyList::of(&state, keys)))
+}
+
+impl ApiKeyList {
+    pub(crate) fn of(state: &AppState, keys: Vec<ApiKey>) -> Self {
+        let scopes = (state.auth.resources.list().into_iter())
+            .flat_map(|r| {
+                let resource = r.name;
+                r.scopes.into_iter().map(move |s| KeyScope {
+                    scope: s.name,
+                    description: s.description,
+                    resource: resource.clone(),
+                })
+            })
+            .collect();
+        ApiKeyList {
+            items: keys.into_iter().map(ApiKeyView::from).collect(),
+            scopes,
+        }
+    }
 }
 
 error_responses!(DeleteErrors:
