@@ -129,9 +129,24 @@ fn parse() -> (Command, SettingsArgs) {
     parsed.unwrap_or_else(|e| e.exit())
 }
 
+/// The Debian package's settings file, when this is the package's binary and no `--config` or
+/// `GATEHOUSE_CONFIG` names another: an operator's `sudo gatehouse user add …` then reads the
+/// settings the service reads (the unit sets `GATEHOUSE_CONFIG`; a shell does not), rather than
+/// making a database in the current folder.
+fn packaged_config() -> Option<std::path::PathBuf> {
+    const BINARY: &str = "/usr/bin/gatehouse";
+    const CONFIG: &str = "/etc/gatehouse/gatehouse.toml";
+    let here = std::env::current_exe().ok()?;
+    (here == std::path::Path::new(BINARY) && std::path::Path::new(CONFIG).exists())
+        .then(|| CONFIG.into())
+}
+
 /// Parses the command line, runs the command, and turns any failure into one line on stderr.
 pub fn run() -> ExitCode {
-    let (command, args) = parse();
+    let (command, mut args) = parse();
+    if args.config.is_none() {
+        args.config = packaged_config();
+    }
     if let Command::Settings = command {
         let mut line = command_line();
         if let Some(topic) = line.find_subcommand_mut("settings") {

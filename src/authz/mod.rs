@@ -96,7 +96,13 @@ pub struct Gate {
     untrusted_token_only: bool,
     /// When an untrusted peer's refusal was last logged, and how many came since.
     refusals: Mutex<(Option<Instant>, u64)>,
+    /// Per rule (its label), when its last refusal was logged and how many came since.
+    rule_refusals: Mutex<std::collections::HashMap<String, (Option<Instant>, u64)>>,
 }
+
+/// A rule's refusals are logged at most this often: "which rule refused Bob?" is answered, and
+/// a client retrying in a loop cannot fill the log.
+const RULE_LOG_INTERVAL: Duration = Duration::from_secs(10);
 
 /// Refusals of untrusted peers are logged at most this often: a misconfigured proxy is seen at
 /// once, and a flood of requests from elsewhere cannot fill the log.
@@ -108,7 +114,28 @@ impl Gate {
             rules,
             untrusted_token_only,
             refusals: Mutex::default(),
+            rule_refusals: Mutex::default(),
         }
+    }
+
+    /// The label of the rule that decided `request` (`None`: no rule, or the request could not
+    /// be read), and whether a log line of its refusal is due now: `Some((label, n))`, `n` the
+    /// refusals since its last line, this one included.
+    pub fn rule_refused(&self, request: &Described) -> Option<(String, u64)> {
+        let Described::Request(target) = request else {
+            return None;
+        };
+        let label = self.rules.label_for(target)?;
+        let now = Instant::now();
+        let mut all = self.rule_refusals.lock().unwrap_or_else(|e| e.into_inner());
+        // Rules are few (a file's): the table stays small.
+        let (last, count) = all.entry(label.clone()).or_insert((None, 0));
+        *count += 1;
+        if last.is_some_and(|at| now.duration_since(at) < RULE_LOG_INTERVAL) {
+            return None;
+        }
+        *last = Some(now);
+        Some((label, std::mem::take(count)))
     }
 
     /// Counts a refused request from an untrusted peer; `Some(n)` when a log line is due now,

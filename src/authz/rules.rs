@@ -48,6 +48,8 @@ pub struct Target {
 
 #[derive(Debug, Clone)]
 struct Rule {
+    /// The rule's optional `name`, for the log line of a refusal.
+    name: Option<String>,
     hosts: Option<Vec<HostPattern>>,
     paths: Option<Vec<PathPattern>>,
     methods: Option<Vec<String>>,
@@ -75,6 +77,7 @@ struct RawFile {
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawRule {
+    name: Option<String>,
     hosts: Option<Vec<String>>,
     paths: Option<Vec<String>>,
     methods: Option<Vec<String>>,
@@ -126,6 +129,16 @@ impl AccessRules {
             .find(|rule| rule.matches(target))
             .map_or(&Policy::Authenticated, |rule| &rule.policy)
     }
+
+    /// How the log names the first rule that matches: `rule 3`, or `rule 3 (admin area)` with
+    /// its `name`. `None` when none does.
+    pub fn label_for(&self, target: &Target) -> Option<String> {
+        let (i, rule) = self.0.iter().enumerate().find(|(_, r)| r.matches(target))?;
+        Some(match &rule.name {
+            Some(name) => format!("rule {} ({name})", i + 1),
+            None => format!("rule {}", i + 1),
+        })
+    }
 }
 
 fn one_line(text: &str) -> String {
@@ -154,6 +167,16 @@ impl Rule {
                     .collect()
             })
             .transpose()?;
+        // The name goes into log lines: one line each, of a readable length.
+        if let Some(name) = &raw.name
+            && (name.trim().is_empty()
+                || name.chars().count() > 100
+                || name.chars().any(char::is_control))
+        {
+            return Err(format!(
+                "name {name:?} is not 1 to 100 characters without control characters"
+            ));
+        }
         let roles = non_empty("roles", raw.roles)?;
         let org_roles = non_empty("org_roles", raw.org_roles)?;
         let parse = |roles: Vec<String>| -> Result<Vec<Role>, String> {
@@ -175,6 +198,7 @@ impl Rule {
                 return Err("policy \"scopes\" takes no roles, org_roles or clients".into());
             }
             return Ok(Rule {
+                name: raw.name.clone(),
                 hosts,
                 paths,
                 methods,
@@ -195,6 +219,7 @@ impl Rule {
                 .map(|c| Uuid::parse_str(c).map_err(|_| format!("{c:?} is not a client id")))
                 .collect::<Result<Vec<_>, _>>()?;
             return Ok(Rule {
+                name: raw.name.clone(),
                 hosts,
                 paths,
                 methods,
@@ -210,6 +235,7 @@ impl Rule {
                 return Err("roles are given only with policy = \"roles\"".into());
             }
             return Ok(Rule {
+                name: raw.name.clone(),
                 hosts,
                 paths,
                 methods,
@@ -231,6 +257,7 @@ impl Rule {
             }
         };
         Ok(Rule {
+            name: raw.name,
             hosts,
             paths,
             methods,
@@ -438,6 +465,10 @@ mod tests {
             (
                 "[[rule]]\npolicy = \"clients\"",
                 "rule 1: policy \"clients\" needs",
+            ),
+            (
+                "[[rule]]\nname = \"a\\nforged line\"\npolicy = \"deny\"",
+                "rule 1: name \"a\\nforged line\" is not 1 to 100 characters",
             ),
             (
                 "[[rule]]\npolicy = \"authenticated\"\nclients = [\"0190a000-0000-7000-8000-000000000000\"]",

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 /// passwords; `Settings`, parsed, prints them masked.
 #[derive(Default, Clone, clap::Args)]
 pub struct SettingsArgs {
-    /// TOML file with settings (keys as in the table of the README)
+    /// TOML file with settings: the flags' names with `_` for `-` (`gatehouse settings` lists them)
     #[arg(long, env = "GATEHOUSE_CONFIG", value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Address to serve on [default: 127.0.0.1:8080]
@@ -115,6 +115,10 @@ pub struct SettingsArgs {
     /// Log filter, e.g. `info` or `gatehouse=debug` [default: info; `warn` for commands other than serve]
     #[arg(long, env = "GATEHOUSE_LOG", value_name = "FILTER")]
     pub log: Option<String>,
+    /// A log line per request (method, route, status, time, client address): on or off
+    /// [default: off]
+    #[arg(long, env = "GATEHOUSE_ACCESS_LOG", value_name = "on|off")]
+    pub access_log: Option<String>,
     /// `text` or `json` [default: text]
     #[arg(long, env = "GATEHOUSE_LOG_FORMAT", value_name = "text|json")]
     pub log_format: Option<String>,

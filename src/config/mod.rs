@@ -80,6 +80,8 @@ pub struct Settings {
     pub resources: Vec<Resource>,
     pub log: String,
     pub log_format: LogFormat,
+    /// A log line per request: method, route, status, time, client (`GATEHOUSE_ACCESS_LOG`).
+    pub access_log: bool,
     /// Where users reach the service, without a trailing slash (`GATEHOUSE_PUBLIC_URL`).
     pub public_url: String,
     /// Passkeys' relying party; `None`: passkeys are off (no domain to bind them to).
@@ -123,6 +125,7 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "identity_providers",
     "resources",
     "contacts_api",
+    "access_log",
     "log",
     "log_format",
     "public_url",
@@ -232,6 +235,7 @@ impl Settings {
             resources: declared_resources(&src, args, &reserved)?,
             log: log_filter(&src, args)?,
             log_format: log_format(&src, args)?,
+            access_log: src.choice("access_log", &args.access_log, "off", ("on", "off"))?,
             public_url,
             webauthn,
             allowed_return_urls,
@@ -368,7 +372,8 @@ fn declared_resources(
                 .find(|r| r.audience.as_ref().is_some_and(|a| reserved.contains(a)))
             {
                 let reason = format!(
-                    "resource {:?}: its audience is GATEHOUSE_AUDIENCE's or one of                      GATEHOUSE_OAUTH_RESOURCES (leave audience out for the former)",
+                    "resource {:?}: its audience is GATEHOUSE_AUDIENCE's or one of \
+                     GATEHOUSE_OAUTH_RESOURCES (leave audience out for the former)",
                     r.id
                 );
                 return Err(setting.invalid(&path, &reason));

@@ -163,7 +163,8 @@ async fn decide(
     let policy = state.gate.policy_for(described);
     if *policy == Policy::Deny {
         log_denied(described, peer, state);
-        return forbidden(policy);
+        log_rule_refusal(state, described, None);
+        return refused_by_rule(state, asked, policy);
     }
     if headers
         .get_all(header::AUTHORIZATION)
@@ -204,7 +205,8 @@ async fn decide(
         {
             return sign_in(state, asked, true);
         }
-        return forbidden(policy);
+        log_rule_refusal(state, described, Some(&holder));
+        return refused_by_rule(state, asked, policy);
     }
     let mut response = allowed(&holder);
     if !asked.redirects {
@@ -235,6 +237,32 @@ fn log_denied(described: &Described, peer: SocketAddr, state: &AppState) {
         Described::Unreadable(why) => tracing::debug!(why, "forward-auth: unreadable request"),
         Described::Request(_) => {}
     }
+}
+
+/// A rule's refusal, named (`rule 3 (admin area)`), with who and what it refused: at most one
+/// line per rule every 10 s, with the count since the last (an operator asks "which rule
+/// refused Bob?"; a client retrying in a loop must not fill the log).
+fn log_rule_refusal(state: &AppState, described: &Described, holder: Option<&Holder>) {
+    let Some((rule, refused)) = state.gate.rule_refused(described) else {
+        return;
+    };
+    let Described::Request(target) = described else {
+        return;
+    };
+    let who = holder.map_or_else(|| "anyone".to_owned(), |h| h.subject().to_string());
+    tracing::info!(
+        rule = %rule,
+        user = %who,
+        method = %target.method,
+        host = %target.host,
+        path = %target.path,
+        refused,
+        "forward-auth: {rule} refused {} {}{} for {who} ({refused} refusal(s) by this rule \
+         since its last line; at most one line per rule every 10 s)",
+        target.method,
+        target.host,
+        target.path,
+    );
 }
 
 /// The answer for a bearer token that does not identify anyone.
@@ -311,6 +339,25 @@ fn unauthorized(challenge: &'static str) -> Response {
         [(header::WWW_AUTHENTICATE, challenge)],
     )
         .into_response()
+}
+
+/// A rule's refusal: a browser's navigation is sent to Gatehouse's page saying so (forward-auth:
+/// 302; auth-request: 403 with that page in `Location`, which the nginx recipes redirect to),
+/// rather than shown a proxy's bare 403; anything else gets the 403 and its challenge.
+fn refused_by_rule(state: &AppState, asked: &Asked, policy: &Policy) -> Response {
+    let mut response = forbidden(policy);
+    if asked.navigation.is_none() {
+        return response;
+    }
+    let page = format!("{}/forbidden", state.public_url.trim_end_matches('/'));
+    let Ok(location) = HeaderValue::from_str(&page) else {
+        return response;
+    };
+    if asked.redirects {
+        *response.status_mut() = StatusCode::FOUND;
+    }
+    response.headers_mut().insert(header::LOCATION, location);
+    response
 }
 
 /// 403, with the challenge that says what would do: a second factor (RFC 9470's step-up

@@ -74,6 +74,8 @@ pub struct Edge {
     /// The contacts example API is on (`GATEHOUSE_CONTACTS_API`): off, `/api/v1/crm/…` is as
     /// absent as an unknown route.
     contacts_api: bool,
+    /// A line per request (`GATEHOUSE_ACCESS_LOG`).
+    access_log: bool,
 }
 
 impl AppState {
@@ -95,6 +97,7 @@ impl AppState {
             browser: Arc::new(settings.browser.clone()),
             contacts_api: (settings.resources.iter())
                 .any(|r| r.origin == crate::model::ResourceOrigin::BuiltIn),
+            access_log: settings.access_log,
         })))
     }
 
@@ -209,7 +212,7 @@ pub fn router(state: AppState) -> Router {
     let app = api
         .merge(pages::router())
         .merge(pages::federation::router())
-        .fallback(|| async { Error::NotFound })
+        .fallback(pages::not_found)
         .method_not_allowed_fallback(|| async { error::RequestError::MethodNotAllowed })
         .layer(axum::middleware::from_fn_with_state(
             state.clone(),
@@ -333,12 +336,30 @@ async fn record_request(
         .get::<axum::extract::MatchedPath>()
         .map_or("unmatched", |p| p.as_str())
         .to_owned();
+    // The access log's client: behind a trusted proxy, the address it forwards.
+    let client = state.access_log.then(|| {
+        let peer = req
+            .extensions()
+            .get::<axum::extract::ConnectInfo<std::net::SocketAddr>>()
+            .map(|c| c.0.ip());
+        peer.map(|ip| extract::client_ip(ip, req.headers(), &state.trusted_proxies))
+    });
     let response = next.run(req).await;
-    state.metrics.request(
-        method,
-        &route,
-        response.status().as_u16(),
-        started.elapsed(),
-    );
+    let status = response.status().as_u16();
+    let took = started.elapsed();
+    state.metrics.request(method, &route, status, took);
+    if let Some(client) = client {
+        // The route's template, never the raw path or the query (ids, search terms, tokens in a
+        // mailed link's URL); the request id ties it to the request's other lines.
+        tracing::info!(
+            target: "gatehouse::access",
+            method,
+            route = %route,
+            status,
+            ms = took.as_millis() as u64,
+            client = %client.map_or_else(|| "-".to_owned(), |ip| ip.to_string()),
+            "{method} {route} {status}"
+        );
+    }
     response
 }

@@ -16,6 +16,7 @@ both_backends!(
     metrics_are_on_their_own_listener_by_route_template,
     every_request_has_an_id_given_or_made,
     logs_carry_request_ids_and_no_secret,
+    a_rule_says_whom_it_refused_and_the_access_log_each_request,
     the_audit_trail_records_who_did_what_from_where,
     shutdown_answers_every_accepted_request,
 );
@@ -233,6 +234,84 @@ async fn logs_carry_request_ids_and_no_secret(backend: Backend) {
         log.iter().any(|l| l.contains("lea-login-1")),
         "the request id is in the request's log lines"
     );
+}
+
+/// Issue 45: "which rule refused Bob?" is in the log, the rule named, at most a line per rule
+/// every 10 s (the refusals in between counted); with `GATEHOUSE_ACCESS_LOG=on`, a line per
+/// request with its route template, status and client, never the raw path or query.
+async fn a_rule_says_whom_it_refused_and_the_access_log_each_request(backend: Backend) {
+    let db = TestDatabase::migrated(&backend).await;
+    let output = db.cli(
+        &[
+            "user",
+            "add",
+            "--email",
+            "bob@example.com",
+            "--name",
+            "Bob",
+            "--password-stdin",
+        ],
+        Some(&format!("{PASSWORD}\n")),
+    );
+    assert!(output.status.success());
+    let dir = tempfile::tempdir().unwrap();
+    let rules = dir.path().join("rules.toml");
+    std::fs::write(
+        &rules,
+        "[[rule]]\nname = \"admin area\"\npaths = [\"/admin\"]\npolicy = \"roles\"\nroles = [\"admin\"]\n",
+    )
+    .unwrap();
+    let rules = rules.display().to_string();
+    let mut server = Instance::start(
+        &db,
+        &[
+            ("GATEHOUSE_ACCESS_RULES", rules.as_str()),
+            ("GATEHOUSE_TRUSTED_PROXIES", "127.0.0.1/32"),
+            ("GATEHOUSE_ACCESS_LOG", "on"),
+        ],
+    );
+    let http: &Http = &server;
+    let login = http.login("bob@example.com", PASSWORD).await;
+    let token = login.data(200)["accessToken"].as_str().unwrap().to_owned();
+    let user = login.data(200)["user"]["id"].as_str().unwrap().to_owned();
+    for _ in 0..3 {
+        // forward-auth's answers carry no body: the proxy's client sees the application's.
+        let refused = (http.client.get(http.url("/api/v1/authz/forward-auth")))
+            .bearer_auth(&token)
+            .header("x-forwarded-method", "GET")
+            .header("x-forwarded-host", "app.example.test")
+            .header("x-forwarded-uri", "/admin/users?q=secret-search")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(refused.status(), 403);
+    }
+    http.get_json("/healthz").await;
+    assert!(server.stop().success());
+    let log = server.log.lock().unwrap().clone();
+    let refusals: Vec<&String> = log
+        .iter()
+        .filter(|l| {
+            l.contains("forward-auth: rule 1 (admin area) refused GET app.example.test/admin/users")
+        })
+        .collect();
+    assert_eq!(
+        refusals.len(),
+        1,
+        "one line for three refusals within 10 s: {log:#?}"
+    );
+    assert!(refusals[0].contains(&user), "{}", refusals[0]);
+    assert!(
+        log.iter()
+            .any(|l| l.contains("gatehouse::access") && l.contains("GET /healthz 200")),
+        "{log:#?}"
+    );
+    assert!(
+        log.iter()
+            .any(|l| l.contains("GET /api/v1/authz/forward-auth 403")),
+        "{log:#?}"
+    );
+    assert!(!log.iter().any(|l| l.contains("secret-search")), "{log:#?}");
 }
 
 fn audit_events(db: &TestDatabase, args: &[&str]) -> Vec<Value> {

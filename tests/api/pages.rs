@@ -305,7 +305,21 @@ async fn the_root_sends_a_browser_to_sign_in(backend: Backend) {
     let followed = fetch(&app, "/", &[]).await;
     assert_eq!(followed.status, StatusCode::OK);
     assert!(followed.body.contains("sign-in.js"), "{}", followed.body);
-    // Only the root: other unknown paths stay the JSON 404 of the API.
+    // Only the root: other unknown paths stay the JSON 404 of the API for a program…
     let missing = fetch(&app, "/nothing-here", &[]).await;
     assert_eq!(missing.status, StatusCode::NOT_FOUND);
+    assert!(missing.body.contains("NOT_FOUND"), "{}", missing.body);
+    // …and a page for a browser (issue 45: a cut-short link on the sign-in host showed JSON),
+    // with the pages' headers; never under the API's own paths.
+    let html = [("accept", "text/html,application/xhtml+xml,*/*;q=0.8")];
+    let page = fetch(&app, "/nothing-here", &html).await;
+    assert_eq!(page.status, StatusCode::NOT_FOUND);
+    assert!(page.body.contains("id=\"not-found\""), "{}", page.body);
+    assert!(page.headers.contains_key("content-security-policy"));
+    let api = fetch(&app, "/api/v1/nothing-here", &html).await;
+    assert!(api.body.contains("NOT_FOUND"), "{}", api.body);
+    // The page a proxy sends a refused person to.
+    let refused = fetch(&app, "/forbidden", &html).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN);
+    assert!(refused.body.contains("not open to you"), "{}", refused.body);
 }

@@ -72,6 +72,13 @@ await run(
     await atApp(page, appA, "/deep/look", "App A");
     await page.context().clearCookies({ name: COOKIE, path: "/deep" });
 
+    // A page an access rule keeps from this person: Gatehouse's page says so (not the proxy's
+    // bare 403), on Gatehouse's origin.
+    await page.goto(`${appA}/admin/settings`);
+    await expectPath(page, "/forbidden");
+    assert(new URL(page.url()).origin === BASE, `at Gatehouse's page, not ${page.url()}`);
+    await expectText(page, "not open to you", "#forbidden");
+
     // App B: no second sign-in.
     await page.goto(`${appB}/`);
     await atApp(page, appB, "/", "App B");

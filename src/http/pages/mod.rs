@@ -121,6 +121,16 @@ const PAGES: &[(&str, &str, &str)] = &[
         "Signed out",
         include_str!("../../../assets/pages/signed-out.html"),
     ),
+    (
+        "not-found",
+        "Page not found",
+        include_str!("../../../assets/pages/not-found.html"),
+    ),
+    (
+        "forbidden",
+        "Not open to you",
+        include_str!("../../../assets/pages/forbidden.html"),
+    ),
 ];
 
 const LAYOUT: &str = include_str!("../../../assets/pages/layout.html");
@@ -275,8 +285,40 @@ pub fn router() -> Router<AppState> {
         .route("/register", get(register))
         .route("/account", page("account"))
         .route("/oauth2/authorize", get(authorize::page))
+        .route("/forbidden", get(forbidden))
         .merge(assets::router())
         .layer(axum::middleware::from_fn(page_headers))
+}
+
+/// What an unknown address answers: a page for a browser's navigation outside the API (a
+/// mistyped or cut-short link on the sign-in host), the envelope's 404 for everything else.
+pub(crate) async fn not_found(
+    State(state): State<AppState>,
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+) -> Response {
+    let accept = headers
+        .get(axum::http::header::ACCEPT)
+        .and_then(|v| v.to_str().ok());
+    let path = uri.path();
+    let api = ["/api/", "/oauth2/", "/.well-known/", "/auth/", "/assets/"]
+        .iter()
+        .any(|prefix| path.starts_with(prefix));
+    if api || !crate::http::navigation::is_navigation(method.as_str(), accept) {
+        return Error::NotFound.into_response();
+    }
+    match state.pages.render("not-found", None, ACCOUNT) {
+        Ok(body) => with_page_headers((StatusCode::NOT_FOUND, Html(body)).into_response()),
+        Err(error) => error.into_response(),
+    }
+}
+
+/// `GET /forbidden`: what a proxy shows a person an access rule refused (the web-apps recipes
+/// send a refused navigation here), a page rather than the proxy's bare 403.
+async fn forbidden(State(state): State<AppState>) -> Result<Response, Error> {
+    let body = state.pages.render("forbidden", None, ACCOUNT)?;
+    Ok((StatusCode::FORBIDDEN, Html(body)).into_response())
 }
 
 fn html(state: &AppState, name: &str, return_to: Option<String>) -> Result<Response, Error> {
@@ -351,7 +393,10 @@ async fn register(State(state): State<AppState>) -> Result<Response, Error> {
 /// The headers of every page and asset. `no-store` comes from the router's default for pages
 /// (the mailed tokens are in their URLs); assets set their own caching.
 async fn page_headers(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
-    let mut response = next.run(req).await;
+    with_page_headers(next.run(req).await)
+}
+
+fn with_page_headers(mut response: Response) -> Response {
     let headers = response.headers_mut();
     for (name, value) in [
         ("content-security-policy", CSP),

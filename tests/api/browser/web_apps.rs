@@ -167,7 +167,8 @@ async fn browsed_applications_sign_in_once_for_the_site_behind_nginx_and_caddy(b
     let rules = rules_dir.path().join("rules.toml");
     std::fs::write(
         &rules,
-        "[[rule]]\npaths = [\"/secure\"]\npolicy = \"two_factor\"\n",
+        "[[rule]]\npaths = [\"/secure\"]\npolicy = \"two_factor\"\n\
+         [[rule]]\nname = \"admin area\"\npaths = [\"/admin\"]\npolicy = \"roles\"\nroles = [\"admin\"]\n",
     )
     .unwrap();
     let login = format!("http://login.example.test:{gatehouse_port}");
