@@ -145,6 +145,12 @@ async function start() {
   if (await follow(answer)) {
     onClick($("allow"), () => decide(true));
     onClick($("deny"), () => decide(false));
+    // Someone else's session in this browser: signed out here, then signed in as oneself, back
+    // to the same request.
+    onClick($("not-me"), async () => {
+      await gatehouse.logout().catch(() => {});
+      signIn(false);
+    });
   }
 }
 

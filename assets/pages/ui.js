@@ -158,10 +158,14 @@ export function onClick(button, action) {
   });
 }
 
-/** A date and time in the reader's own locale. */
+/**
+ * A date and time in the reader's own locale, the month in words ("29 Nov 2026, 14:05" or
+ * "Nov 29, 2026, 2:05 PM"): never a bare 11/12/2026, which reads as two dates.
+ */
 export function when(iso) {
   if (!iso) return "never";
   const date = new Date(iso);
-  return Number.isNaN(date.getTime()) ? iso : date.toLocaleString();
+  if (Number.isNaN(date.getTime())) return iso;
+  return date.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
 }
 

@@ -309,6 +309,7 @@ impl Sessions {
                     .unwritten_use(s.id)
                     .map_or(s.last_used_at, |at| at.max(s.last_used_at)),
                 current: Some(s.id) == current,
+                amr: s.amr,
                 created_at: s.created_at,
                 ip: s.ip,
                 user_agent: s.user_agent,

@@ -217,6 +217,9 @@ pub struct SessionInfo {
     /// The client the session was given to (docs/api.md §11): its id and name; `None` for the
     /// person's own sign-in.
     pub client: Option<(Uuid, String)>,
+    /// How it was signed in (RFC 8176 `amr`: `pwd`, `otp`, `hwk`, `fed`, …): what tells two
+    /// sessions of one browser apart.
+    pub amr: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -570,7 +570,8 @@ async fn the_docs_page_works_under_its_csp(backend: Backend) {
 /// The OpenID provider's authorization page (docs/api.md §11), at desktop and phone width: sign in
 /// for the client, consent with its name and the scopes in words, back to the redirect URI with a
 /// code; a first-party client skips consent. A member of an organisation finds it chosen on the
-/// consent screen and the client's token names it (docs/api.md §13).
+/// consent screen and the client's token names it (docs/api.md §13). "Not you?" signs the
+/// browser out and back in for the same request.
 async fn the_authorization_page_signs_in_asks_consent_and_returns_a_code(backend: Backend) {
     if !browser_ready() {
         return;

@@ -282,6 +282,7 @@ async fn withdrawing_a_consent_ends_the_clients_sessions_and_tells_it(backend: B
             "clientId": client,
             "clientName": "Notes",
             "scopes": ["openid", "profile"],
+            "described": ["Know who you are on this service", "See your name"],
             "grantedAt": "2023-11-14T22:13:20Z",
         }])
     );

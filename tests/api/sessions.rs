@@ -83,10 +83,12 @@ async fn the_session_list_shows_each_live_session_and_the_current_one(backend: B
                 "lastUsedAt",
                 "ip",
                 "userAgent",
+                "amr",
                 "current",
                 "client"
             ]
         );
+        assert_eq!(item["amr"], json!(["pwd"]), "signed in with a password");
         assert_eq!(item["client"], Value::Null, "the person's own sign-in");
         assert_eq!(item["ip"], "127.0.0.1");
         assert!(item["createdAt"].as_str().unwrap().ends_with('Z'));

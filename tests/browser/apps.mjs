@@ -10,7 +10,7 @@ await run("apps", async (browser) => {
   await signIn(page, email, password);
   await expectPath(page, "/account");
   await expectText(page, "Notes", "#app-list");
-  await expectText(page, "openid, contacts:read", "#app-list");
+  await expectText(page, "Know who you are on this service; Read your contacts", "#app-list");
   await page.locator("#app-list li", { hasText: "Notes" }).getByRole("button", { name: "Remove" }).click();
   await expectText(page, "Notes was removed.", "#apps");
   await page.locator("#app-list li").waitFor({ state: "detached" });

@@ -97,6 +97,17 @@ async function scenario(browser, viewport, email, member) {
     `scopes in words: ${scopes}`,
   );
   await expectText(page, email, "#who");
+  if (!member) {
+    // "Not you?": signed out here, and back to signing in for the same request.
+    await page.getByRole("button", { name: "not you?" }).click();
+    await page.waitForURL((url) => url.pathname === "/sign-in");
+    await expectText(page, "Sign in to continue to Acme Reports", "#title");
+    await page.getByLabel("E-mail address").fill(email);
+    await page.getByLabel("Password", { exact: true }).fill(password);
+    await page.getByRole("button", { name: "Sign in", exact: true }).click();
+    await page.locator("#consent").waitFor({ state: "visible" });
+    await expectText(page, email, "#who");
+  }
   // The organisation the client acts in: the person's only one, chosen already; none is offered.
   const choice = page.getByLabel("On behalf of");
   if (member) {

@@ -13,7 +13,7 @@ async function loadApps() {
       const what = element("div", undefined, "what");
       what.append(
         element("span", c.clientName),
-        element("small", `${c.scopes.join(", ")} · allowed ${when(c.grantedAt)}`),
+        element("small", `${(c.described ?? c.scopes).join("; ")} · allowed ${when(c.grantedAt)}`),
       );
       li.append(
         what,

@@ -14,6 +14,14 @@ function device(userAgent) {
   return system ? `${name[browser] ?? browser} on ${name[system] ?? system}` : (name[browser] ?? browser);
 }
 
+/** How a session was signed in, in words (its RFC 8176 `amr`). */
+function how(amr) {
+  const has = (m) => (amr ?? []).includes(m);
+  const first = has("fed") ? "another provider" : has("hwk") && !has("pwd") ? "a passkey" : "a password";
+  const second = has("otp") ? " and a code" : has("hwk") && has("pwd") ? " and a passkey" : has("mfa") ? " and a second factor" : "";
+  return `signed in with ${first}${second}`;
+}
+
 async function loadSessions() {
   const { items } = await api("GET", "/auth/sessions");
   $("session-list").replaceChildren(
@@ -21,9 +29,13 @@ async function loadSessions() {
       const li = element("li");
       li.dataset.session = s.id;
       const what = element("div", undefined, "what");
+      const name = s.client ? `${s.client.name}, for you` : device(s.userAgent);
       what.append(
-        element("span", s.current ? `${device(s.userAgent)} (this browser)` : device(s.userAgent)),
-        element("small", `${s.ip ?? "unknown address"} · last active ${when(s.lastUsedAt)} · since ${when(s.createdAt)}`),
+        element("span", s.current ? `${name} (this browser)` : name),
+        element(
+          "small",
+          `${s.client ? device(s.userAgent) + " · " : ""}${how(s.amr)} · since ${when(s.createdAt)} · last active ${when(s.lastUsedAt)} · ${s.ip ?? "unknown address"}`,
+        ),
       );
       li.append(
         what,

@@ -30,15 +30,22 @@ struct ConsentView {
     client_name: String,
     #[schema(example = json!(["openid", "profile", "contacts:read"]))]
     scopes: Vec<String>,
+    /// `scopes` in the words of the consent screen, in the same order (a scope no API declares
+    /// any more: its name).
+    #[schema(example = json!(["Know who you are on this service", "See your name", "Read your contacts"]))]
+    described: Vec<String>,
     #[schema(format = DateTime, example = "2026-11-21T09:30:00.417Z")]
     granted_at: String,
 }
 
-impl From<ConsentInfo> for ConsentView {
-    fn from(c: ConsentInfo) -> Self {
+impl ConsentView {
+    fn new(c: ConsentInfo, catalog: &crate::model::Catalog) -> Self {
         ConsentView {
             client_id: c.client_id.to_string(),
             client_name: c.client_name,
+            described: (c.scopes.iter())
+                .map(|s| catalog.describe(s).unwrap_or(s).to_owned())
+                .collect(),
             scopes: c.scopes,
             granted_at: rfc3339(c.granted_at),
         }
@@ -67,7 +74,10 @@ async fn consents(
     AuthUser(who): AuthUser,
 ) -> Result<Answer<ConsentList>> {
     let items = state.auth.logouts.consents(&who).await?;
-    let items = items.into_iter().map(ConsentView::from).collect();
+    let catalog = state.auth.resources.catalog();
+    let items = (items.into_iter())
+        .map(|c| ConsentView::new(c, &catalog))
+        .collect();
     Ok(ok(ConsentList { items }))
 }
 

@@ -146,6 +146,10 @@ pub struct SessionView {
     pub ip: Option<String>,
     #[schema(example = "Mozilla/5.0 (X11; Linux x86_64)")]
     pub user_agent: Option<String>,
+    /// How it was signed in (RFC 8176): `pwd` (a password), `otp` (a code), `hwk` and `user` (a
+    /// passkey), `fed` (another identity provider), `mfa`.
+    #[schema(example = json!(["pwd", "otp"]))]
+    pub amr: Vec<String>,
     /// Whether this is the session of the token making the call.
     pub current: bool,
     /// The client the session was given to (docs/api.md §11: "sign in with Gatehouse");
@@ -171,6 +175,7 @@ impl From<SessionInfo> for SessionView {
             last_used_at: rfc3339(s.last_used_at),
             ip: s.ip,
             user_agent: s.user_agent,
+            amr: s.amr,
             current: s.current,
             client: s.client.map(|(id, name)| SessionClient {
                 client_id: id.to_string(),
