@@ -26,6 +26,9 @@ if getent passwd gatehouse >/dev/null || [ -e /var/lib/gatehouse ]; then
     exit 1
 fi
 
+step "mdbook build docs (the package carries the book)"
+mdbook build docs
+
 step "cargo deb"
 cargo deb --version >/dev/null 2>&1 || cargo install cargo-deb --locked
 DEB=$(cargo deb --locked 2>&1 | tee /dev/stderr | tail -n 1)
@@ -52,6 +55,19 @@ ls -ld /etc/gatehouse /etc/gatehouse/gatehouse.toml /var/lib/gatehouse
 UNIT=$(dpkg -L gatehouse | grep '/gatehouse.service$')
 echo "unit: $UNIT"
 systemd-analyze verify "$UNIT" && echo "systemd-analyze verify: no complaint"
+
+step "what the package gives the operator"
+# The secrets file the unit reads, root only; the book and the recipes it names.
+[ "$(stat -c '%a %U:%G' /etc/default/gatehouse)" = "600 root:root" ] \
+    || { stat /etc/default/gatehouse; echo "/etc/default/gatehouse is not root's 0600" >&2; exit 1; }
+grep -q '^EnvironmentFile=-/etc/default/gatehouse' "$UNIT"
+test -f /usr/share/doc/gatehouse/book/index.html
+test -f /usr/share/doc/gatehouse/book/guide/deployment.html
+test -f /usr/share/doc/gatehouse/recipes/nginx-web-apps.conf
+test -f /usr/share/doc/gatehouse/recipes/Caddyfile-web-apps
+# The CLI finds the package's settings by itself, from any folder: nothing made where it runs.
+(cd /tmp && gatehouse check) | tee /dev/stderr | grep -q 'the file /etc/gatehouse/gatehouse.toml'
+[ ! -e /tmp/gatehouse.db ] || { echo "gatehouse check made /tmp/gatehouse.db" >&2; exit 1; }
 
 step "the operator's settings: the port and the public URL, in /etc/default/gatehouse"
 # The public URL is the address people open; the OpenID provider's issuer defaults to it (without

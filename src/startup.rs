@@ -19,10 +19,19 @@ pub fn pages(settings: &Settings) -> String {
 /// Whether passkeys are on, for which relying party; when off, why and what turns them on.
 pub fn passkeys(settings: &Settings) -> Result<String, String> {
     match &settings.webauthn {
-        Some(rp) => Ok(format!(
-            "passkeys on for the relying party {} (pages at {})",
-            rp.id,
+        // Browsers run passkey ceremonies only in a secure context: https, or localhost.
+        Some(rp) if rp.origins.iter().any(|o| insecure_origin(o)) => Err(format!(
+            "passkeys will not work: browsers refuse them on a page that is not https (or \
+             localhost), and the pages are at {}; put the service behind TLS, its public URL \
+             https://…",
             rp.origins.join(", ")
+        )),
+        Some(rp) => Ok(format!(
+            "passkeys on for the relying party {} (pages at {}); a passkey is bound to {} for \
+             good: another GATEHOUSE_WEBAUTHN_RP_ID later voids every passkey made before",
+            rp.id,
+            rp.origins.join(", "),
+            rp.id
         )),
         None => Err(format!(
             "passkeys are off: the host of GATEHOUSE_PUBLIC_URL ({}) is an IP address, and browsers \
@@ -32,6 +41,22 @@ pub fn passkeys(settings: &Settings) -> Result<String, String> {
             settings.public_url
         )),
     }
+}
+
+/// An origin that is not a secure context for browsers: http on a host other than localhost
+/// (or a loopback address).
+fn insecure_origin(origin: &str) -> bool {
+    let Some(host) = origin.strip_prefix("http://") else {
+        return false;
+    };
+    let host = host.rsplit_once(':').map_or(host, |(h, port)| {
+        if port.bytes().all(|b| b.is_ascii_digit()) {
+            h
+        } else {
+            host
+        }
+    });
+    !(host == "localhost" || host.ends_with(".localhost") || host == "127.0.0.1" || host == "[::1]")
 }
 
 /// Whether the OpenID provider is on, with which issuer; when off, what turns it on.

@@ -60,6 +60,19 @@ pub(super) async fn check(settings: &Settings, config: Option<&str>) -> anyhow::
         },
     );
     identity_providers(settings);
+    for r in &settings.resources {
+        let scopes: Vec<&str> = r.scopes.iter().map(|s| s.name.as_str()).collect();
+        found(
+            "resource",
+            format!(
+                "{} ({:?}, {}): {}",
+                r.id,
+                r.name,
+                r.audience.as_deref().unwrap_or("GATEHOUSE_AUDIENCE"),
+                scopes.join(" ")
+            ),
+        );
+    }
     mail(settings)?;
     let Some((store, fresh)) = database(settings).await? else {
         return Ok(());
@@ -101,6 +114,15 @@ fn identity_providers(settings: &Settings) {
             line.push_str(", signup on");
         }
         found("upstream", line);
+        // What the operator registers at the provider: the one thing they must copy from here.
+        let base = settings.public_url.trim_end_matches('/');
+        found(
+            "",
+            format!(
+                "register at {} the redirect URI {base}/auth/providers/{}/callback",
+                p.id, p.id
+            ),
+        );
     }
 }
 
