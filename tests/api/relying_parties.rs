@@ -16,6 +16,7 @@ use gatehouse::config::SettingsArgs;
 use crate::helpers::{Backend, Http, TestApp, free_port, spawn_app_with};
 
 mod apache;
+mod libraries;
 mod mcp;
 mod openid_client;
 mod rust_crate;
