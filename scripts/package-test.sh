@@ -31,7 +31,8 @@ mdbook build docs
 
 step "cargo deb"
 cargo deb --version >/dev/null 2>&1 || cargo install cargo-deb --locked
-DEB=$(cargo deb --locked 2>&1 | tee /dev/stderr | tail -n 1)
+# (Not `tee /dev/stderr`: where stderr is a file, tee would reopen it and truncate the log.)
+DEB=$(cargo deb --locked 2>&1 | tee >(cat >&2) | tail -n 1)
 [ -f "$DEB" ] || { echo "no package built" >&2; exit 1; }
 ls -l "$DEB"
 dpkg-deb --info "$DEB"
@@ -66,7 +67,9 @@ test -f /usr/share/doc/gatehouse/book/guide/deployment.html
 test -f /usr/share/doc/gatehouse/recipes/nginx-web-apps.conf
 test -f /usr/share/doc/gatehouse/recipes/Caddyfile-web-apps
 # The CLI finds the package's settings by itself, from any folder: nothing made where it runs.
-(cd /tmp && gatehouse check) | tee /dev/stderr | grep -q 'the file /etc/gatehouse/gatehouse.toml'
+checked=$(cd /tmp && gatehouse check)
+echo "$checked"
+grep -q 'the file /etc/gatehouse/gatehouse.toml' <<<"$checked"
 [ ! -e /tmp/gatehouse.db ] || { echo "gatehouse check made /tmp/gatehouse.db" >&2; exit 1; }
 
 step "the operator's settings: the port and the public URL, in /etc/default/gatehouse"
