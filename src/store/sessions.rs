@@ -64,6 +64,9 @@ macro_rules! session_columns {
 // After the macro, which it uses.
 mod active_org;
 mod reauth;
+mod revocations;
+#[cfg(test)]
+pub(super) use revocations::REVOKED_SINCE;
 
 #[derive(sqlx::FromRow)]
 pub(super) struct RefreshRow {
@@ -173,15 +176,6 @@ pub(super) const CURRENT_REFRESH: &str = concat!(
     refresh_columns!(),
     " FROM refresh_tokens WHERE session_id = $1 AND consumed_at IS NULL"
 );
-/// Served by the partial index `sessions_revoked`: `revoked_at >= $1` implies `IS NOT NULL`.
-/// The sessions revoked since `$1`, and the single tokens (a client's token for itself, which
-/// belongs to no session row) revoked since then. `$2` is no bound but the largest time: as for
-/// `USERS_CHANGED_SINCE`, PostgreSQL's generic plan reads a two-sided range from the index where it
-/// would scan for a one-sided one (`store::plans`).
-pub(super) const REVOKED_SINCE: &str = "SELECT id, revoked_at FROM sessions \
-     WHERE revoked_at >= $1 AND revoked_at <= $2 \
-     UNION ALL SELECT sid, revoked_at FROM token_revocations \
-     WHERE revoked_at >= $1 AND revoked_at <= $2";
 pub(super) const ACTIVE_SESSIONS: &str = concat!(
     "SELECT ",
     session_columns!(),
@@ -450,30 +444,6 @@ impl Store {
             tx.commit().await?;
             Ok(ended)
         })
-    }
-
-    /// Sessions revoked at or after `since`, with the time of their revocation.
-    pub async fn revoked_since(&self, since: i64) -> Result<Vec<(Uuid, i64)>> {
-        on_pool!(self, |pool| sqlx::query_as(REVOKED_SINCE)
-            .bind(since)
-            .bind(i64::MAX)
-            .fetch_all(pool)
-            .await)
-    }
-
-    /// Records the revocation of a single access token that belongs to no session row (a
-    /// client's token for itself): its `sid` joins the revocations every instance polls, until
-    /// `expires_at`, when the token is dead anyway. A second revocation changes nothing.
-    pub async fn revoke_token(&self, sid: Uuid, now: i64, expires_at: i64) -> Result<()> {
-        let sql = "INSERT INTO token_revocations (sid, revoked_at, expires_at) VALUES ($1, $2, $3) \
-                   ON CONFLICT (sid) DO NOTHING";
-        on_write_pool!(self, |pool| sqlx::query(sql)
-            .bind(sid)
-            .bind(now)
-            .bind(expires_at)
-            .execute(pool)
-            .await
-            .map(|_| ()))
     }
 
     /// A user's live sessions, the most recently used first.

@@ -3,7 +3,7 @@
 
 use uuid::Uuid;
 
-use super::authorize::pkce_matches;
+use super::pkce::pkce_matches;
 use super::{OAuthFailure, Provider, scopes};
 use crate::crypto::sha256;
 use crate::error::Error;

@@ -6,6 +6,7 @@ mod authorize;
 mod claims;
 mod grants;
 mod org_choice;
+mod pkce;
 pub mod scopes;
 
 use std::sync::Arc;
