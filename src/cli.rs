@@ -258,6 +258,18 @@ async fn services(settings: &Settings) -> anyhow::Result<Services> {
     Services::open(settings, Clock::system(), Opening::Existing).await
 }
 
+/// A registry's refusal in one line, naming the first bad field (fields are sorted by name) by
+/// the flag that gives it (`flag` maps the API's field names to the command's flags).
+fn refusal(error: crate::error::Error, flag: fn(&str) -> &str, what: &str) -> anyhow::Error {
+    match error {
+        crate::error::Error::Validation(fields) => match fields.into_iter().next() {
+            Some((field, reason)) => anyhow::anyhow!("{}: {reason}", flag(&field)),
+            None => anyhow::anyhow!("the {what} is not valid"),
+        },
+        other => other.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

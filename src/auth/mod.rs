@@ -55,7 +55,7 @@ pub use account::Accounts;
 pub use admin::Admin;
 pub use api_keys::ApiKeys;
 pub use browser::BrowserSessions;
-pub use clients::{ClientChanges, ClientMetadata, Clients, NewClient};
+pub use clients::{ClientChanges, ClientMetadata, Clients, NewClient, SECRET_OVERLAP_MAX_MS};
 pub use enrolment::TwoFactor;
 pub use federation::Federation;
 pub use housekeeping::Housekeeping;
@@ -292,7 +292,7 @@ mod tests {
                 catalog: Arc::new(
                     resources::CatalogCell::load(
                         &store_for_catalog,
-                        vec![crate::config::resources::contacts()],
+                        vec![crate::model::Resource::contacts_example()],
                     )
                     .await
                     .unwrap(),

@@ -70,6 +70,12 @@ pub struct ResourceChanges {
     pub scopes: Option<Vec<(String, String)>>,
 }
 
+impl ResourceChanges {
+    pub fn is_empty(&self) -> bool {
+        self.name.is_none() && self.audience.is_none() && self.scopes.is_none()
+    }
+}
+
 /// The business APIs: listed, declared, changed and removed by operators.
 #[derive(Clone)]
 pub struct Resources {
@@ -188,35 +194,15 @@ impl Resources {
         Ok(())
     }
 
-    /// The settings' rules (`config::resources::check`), and no audience of the service's own:
-    /// `GATEHOUSE_AUDIENCE` (leave `audience` out for it), `GATEHOUSE_OAUTH_RESOURCES`, the issuer.
+    /// `Resource::check`, the settings' rules, with the service's own audiences reserved:
+    /// `GATEHOUSE_AUDIENCE` (leave `audience` out for it), the issuer, `GATEHOUSE_OAUTH_RESOURCES`.
     fn check(&self, resource: &Resource, others: &Catalog) -> Result<()> {
-        crate::config::resources::check(resource, others).map_err(|reason| {
-            let field = if reason.contains("audience") {
-                "audience"
-            } else if reason.contains("scope") {
-                "scopes"
-            } else if reason.contains("name must") {
-                "name"
-            } else {
-                "id"
-            };
-            Error::field(field, reason)
-        })?;
-        if let Some(audience) = &resource.audience {
-            let tokens = &self.core.tokens;
-            if audience == tokens.audience()
-                || audience == tokens.issuer()
-                || tokens.issues_for_settings(audience)
-            {
-                return Err(Error::field(
-                    "audience",
-                    "is the service's own (GATEHOUSE_AUDIENCE, the issuer, or one of \
-                     GATEHOUSE_OAUTH_RESOURCES): leave it out for GATEHOUSE_AUDIENCE",
-                ));
-            }
-        }
-        Ok(())
+        let tokens = &self.core.tokens;
+        let mut reserved = vec![tokens.audience(), tokens.issuer()];
+        reserved.extend(tokens.settings_resources());
+        resource
+            .check(others, &reserved)
+            .map_err(|fault| Error::field(fault.field, fault.reason))
     }
 }
 

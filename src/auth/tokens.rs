@@ -215,16 +215,16 @@ impl Tokens {
     /// resource indicators are.
     pub fn issues_for(&self, resource: &str) -> bool {
         resource == self.audience
-            || self.issues_for_settings(resource)
+            || self.resources.iter().any(|r| r == resource)
             || self
                 .catalog
                 .as_ref()
                 .is_some_and(|c| c.current().by_audience(resource).is_some())
     }
 
-    /// Whether `resource` is one of `GATEHOUSE_OAUTH_RESOURCES`.
-    pub fn issues_for_settings(&self, resource: &str) -> bool {
-        self.resources.iter().any(|r| r == resource)
+    /// `GATEHOUSE_OAUTH_RESOURCES`: the resource servers of the settings.
+    pub fn settings_resources(&self) -> impl Iterator<Item = &str> {
+        self.resources.iter().map(String::as_str)
     }
 
     pub fn access_ttl_seconds(&self) -> i64 {
@@ -408,9 +408,12 @@ impl Tokens {
     /// session. `None` for anything else.
     pub fn session_of(&self, token: &str) -> Option<(Uuid, Uuid)> {
         self.verify::<AccessClaims>(token, ACCESS_TYP, &self.access_validation)
-            .and_then(|c| match self.issues_for(&c.aud) {
-                true => Ok((c.sub, c.sid)),
-                false => Err(()),
+            .and_then(|c| {
+                if self.issues_for(&c.aud) {
+                    Ok((c.sub, c.sid))
+                } else {
+                    Err(())
+                }
             })
             .or_else(|()| {
                 self.verify::<RefreshClaims>(token, REFRESH_TYP, &self.refresh_validation)

@@ -374,15 +374,9 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
     Ok(())
 }
 
-/// The registry's refusal in one line, naming the first bad flag (fields are sorted by name).
+/// The registry's refusal in one line, naming the first bad flag.
 fn one_line(error: Error) -> anyhow::Error {
-    match error {
-        Error::Validation(fields) => match fields.into_iter().next() {
-            Some((field, reason)) => anyhow::anyhow!("{}: {reason}", flag(&field)),
-            None => anyhow::anyhow!("the client is not valid"),
-        },
-        other => other.into(),
-    }
+    super::refusal(error, flag, "client")
 }
 
 /// A client id as typed; anything but a UUID names no client.

@@ -62,23 +62,19 @@ fn scope_pairs(flags: &[String]) -> anyhow::Result<Vec<(String, String)>> {
         .collect()
 }
 
+/// The flag that gives an API field.
+fn flag(field: &str) -> &str {
+    match field {
+        "scopes" => "--scope",
+        "audience" => "--audience",
+        "name" => "--name",
+        _ => "ID",
+    }
+}
+
 /// The registry's refusal in one line, naming the flag.
 fn one_line(error: Error) -> anyhow::Error {
-    match error {
-        Error::Validation(fields) => match fields.into_iter().next() {
-            Some((field, reason)) => {
-                let flag = match field.as_str() {
-                    "scopes" => "--scope",
-                    "audience" => "--audience",
-                    "name" => "--name",
-                    _ => "ID",
-                };
-                anyhow::anyhow!("{flag}: {reason}")
-            }
-            None => anyhow::anyhow!("the resource is not valid"),
-        },
-        other => other.into(),
-    }
+    super::refusal(error, flag, "resource")
 }
 
 pub(super) async fn resources(
@@ -143,12 +139,13 @@ pub(super) async fn resources(
                 } else {
                     audience.map(Some)
                 },
-                scopes: match scopes.is_empty() {
-                    true => None,
-                    false => Some(scope_pairs(&scopes)?),
+                scopes: if scopes.is_empty() {
+                    None
+                } else {
+                    Some(scope_pairs(&scopes)?)
                 },
             };
-            if changes.name.is_none() && changes.audience.is_none() && changes.scopes.is_none() {
+            if changes.is_empty() {
                 anyhow::bail!("give at least one flag of the resource to change (see --help)");
             }
             match registry.update(Operator::Cli, &id, changes).await {

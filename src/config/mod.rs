@@ -180,7 +180,10 @@ impl Settings {
         let issuer = tokens::issuer(&src, args, &public_url)?;
         let audience = src.text("audience", &args.audience, "gatehouse-api")?;
         let oauth_resources = tokens::oauth_resources(&src, args, &issuer, &audience)?;
-        let reserved = audience_list(&audience, &oauth_resources);
+        // The audiences of the service's own, which no declared API may take.
+        let mut reserved = vec![audience.as_str(), issuer.as_str()];
+        reserved.extend(oauth_resources.iter().map(String::as_str));
+        let resources = declared_resources(&src, args, &reserved)?;
 
         Ok(Settings {
             listen,
@@ -232,7 +235,7 @@ impl Settings {
                 ("token-only", "refuse"),
             )?,
             identity_providers: identity_providers(&src, args)?,
-            resources: declared_resources(&src, args, &reserved)?,
+            resources,
             log: log_filter(&src, args)?,
             log_format: log_format(&src, args)?,
             access_log: src.choice("access_log", &args.access_log, "off", ("on", "off"))?,
@@ -342,43 +345,24 @@ fn identity_providers(
     }
 }
 
-/// `GATEHOUSE_AUDIENCE` and `GATEHOUSE_OAUTH_RESOURCES`: audiences no declared API may take.
-fn audience_list(audience: &str, oauth_resources: &[String]) -> Vec<String> {
-    let mut all = vec![audience.to_owned()];
-    all.extend(oauth_resources.iter().cloned());
-    all
-}
-
 /// The contacts example (`GATEHOUSE_CONTACTS_API`) and the APIs of `GATEHOUSE_RESOURCES`; none of
-/// which may take an audience of `reserved` (`GATEHOUSE_AUDIENCE`, `GATEHOUSE_OAUTH_RESOURCES`).
+/// which may take an audience of `reserved` (the service's own).
 fn declared_resources(
     src: &Source,
     args: &SettingsArgs,
-    reserved: &[String],
+    reserved: &[&str],
 ) -> Result<Vec<Resource>, SettingsError> {
     let contacts = src.choice("contacts_api", &args.contacts_api, "on", ("on", "off"))?;
     let built_in: Vec<Resource> = if contacts {
-        vec![resources::contacts()]
+        vec![Resource::contacts_example()]
     } else {
         Vec::new()
     };
     let from_file = match src.pick("resources", &args.resources) {
         Some(path) if !path.is_empty() => {
             let setting = Setting { key: "resources" };
-            let declared = resources::load(std::path::Path::new(&path), &built_in)
-                .map_err(|reason| setting.invalid(&path, &reason))?;
-            if let Some(r) = declared
-                .iter()
-                .find(|r| r.audience.as_ref().is_some_and(|a| reserved.contains(a)))
-            {
-                let reason = format!(
-                    "resource {:?}: its audience is GATEHOUSE_AUDIENCE's or one of \
-                     GATEHOUSE_OAUTH_RESOURCES (leave audience out for the former)",
-                    r.id
-                );
-                return Err(setting.invalid(&path, &reason));
-            }
-            declared
+            resources::load(std::path::Path::new(&path), &built_in, reserved)
+                .map_err(|reason| setting.invalid(&path, &reason))?
         }
         _ => Vec::new(),
     };

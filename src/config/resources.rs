@@ -1,16 +1,14 @@
 //! The resources file (`GATEHOUSE_RESOURCES`, docs/guide/resources.md): the business APIs the
 //! operator's services serve, each with the scopes clients and API keys may be given for it. Read
 //! and checked whole at start, as the providers file is: a bad file stops the start with one line
-//! naming the resource. The contacts example API (`GATEHOUSE_CONTACTS_API`) is added here too.
+//! naming the resource, by the rules the registry checks too (`Resource::check`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::model::resources::{
-    CONTACTS, CONTACTS_READ, CONTACTS_WRITE, Catalog, Resource, ResourceOrigin, ResourceScope,
-};
+use crate::model::resources::{Catalog, Resource, ResourceOrigin, ResourceScope};
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -30,35 +28,24 @@ struct RawResource {
     scopes: BTreeMap<String, String>,
 }
 
-/// The built-in example API: the seed's contacts, for the services behind the proxies
-/// (`GATEHOUSE_AUDIENCE`).
-pub fn contacts() -> Resource {
-    let scope = |name: &str, description: &str| ResourceScope {
-        name: name.into(),
-        description: description.into(),
-    };
-    Resource {
-        id: CONTACTS.into(),
-        name: "Contacts".into(),
-        audience: None,
-        scopes: vec![
-            scope(CONTACTS_READ, "Read your contacts"),
-            scope(CONTACTS_WRITE, "Add, change and delete your contacts"),
-        ],
-        origin: ResourceOrigin::BuiltIn,
-    }
-}
-
 /// The resources of the file at `path`.
-pub(super) fn load(path: &Path, taken: &[Resource]) -> Result<Vec<Resource>, String> {
+pub(super) fn load(
+    path: &Path,
+    taken: &[Resource],
+    reserved: &[&str],
+) -> Result<Vec<Resource>, String> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    parse(&text, taken)
+    parse(&text, taken, reserved)
 }
 
-/// The resources of a file's text, beside those `taken` already (the built-in one); the first
-/// fault, as one line naming the resource.
-pub(super) fn parse(text: &str, taken: &[Resource]) -> Result<Vec<Resource>, String> {
+/// The resources of a file's text, beside those `taken` already (the built-in one) and with no
+/// audience of `reserved` (the service's own); the first fault, as one line naming the resource.
+pub(super) fn parse(
+    text: &str,
+    taken: &[Resource],
+    reserved: &[&str],
+) -> Result<Vec<Resource>, String> {
     let file: RawFile = toml::from_str(text)
         .map_err(|e| format!("not a resources file: {}", one_line(&e.to_string())))?;
     let mut resources: Vec<Resource> = taken.to_vec();
@@ -81,76 +68,11 @@ pub(super) fn parse(text: &str, taken: &[Resource]) -> Result<Vec<Resource>, Str
                 .collect(),
             origin: ResourceOrigin::Settings,
         };
-        check(&resource, &Catalog::new(resources.clone()))
-            .map_err(|reason| format!("{label}: {reason}"))?;
+        (resource.check(&Catalog::new(resources.clone()), reserved))
+            .map_err(|fault| format!("{label}: {fault}"))?;
         resources.push(resource);
     }
     Ok(resources.split_off(taken.len()))
-}
-
-/// A resource's own rules and its fit beside `others` (ids, audiences and scope names unique):
-/// the checks of the file and of the registry alike. `others` never holds `resource` itself.
-pub fn check(resource: &Resource, others: &Catalog) -> Result<(), String> {
-    let id_ok = (1..=32).contains(&resource.id.len())
-        && resource
-            .id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-');
-    if !id_ok {
-        return Err("the id must be 1 to 32 of a-z, 0-9 and -".into());
-    }
-    if others.resource(&resource.id).is_some() {
-        return Err("the id is another resource's".into());
-    }
-    let name = resource.name.trim();
-    if name.is_empty() || name.chars().count() > 200 || name.chars().any(char::is_control) {
-        return Err("name must be 1 to 200 characters, without control characters".into());
-    }
-    if let Some(audience) = &resource.audience {
-        let plain = url::Url::parse(audience).is_ok_and(|url| {
-            matches!(url.scheme(), "http" | "https")
-                && url.host().is_some()
-                && url.username().is_empty()
-                && url.password().is_none()
-                && url.query().is_none()
-                && url.fragment().is_none()
-        });
-        if !plain {
-            return Err(format!(
-                "audience {audience:?} is not an absolute http(s) URL without query or fragment"
-            ));
-        }
-        if others.by_audience(audience).is_some() {
-            return Err(format!("audience {audience:?} is another resource's"));
-        }
-    }
-    if resource.scopes.is_empty() || resource.scopes.len() > 50 {
-        return Err("must declare 1 to 50 scopes".into());
-    }
-    for scope in &resource.scopes {
-        if !crate::model::resources::scope_name_ok(&scope.name) {
-            return Err(format!(
-                "the scope {:?} is not a scope name (1 to 64 printable ASCII characters, no \
-                 space, quote or backslash)",
-                scope.name
-            ));
-        }
-        if others.is_known(&scope.name) {
-            return Err(format!("the scope {:?} is declared already", scope.name));
-        }
-        let description = scope.description.trim();
-        if description.is_empty()
-            || description.chars().count() > 200
-            || description.chars().any(char::is_control)
-        {
-            return Err(format!(
-                "the scope {:?} needs a description of 1 to 200 characters (the consent screen \
-                 shows it)",
-                scope.name
-            ));
-        }
-    }
-    Ok(())
 }
 
 fn one_line(text: &str) -> String {
@@ -160,6 +82,8 @@ fn one_line(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const RESERVED: &[&str] = &["gatehouse-api", "https://login.example.com"];
 
     const GOOD: &str = r#"
 [[resource]]
@@ -178,7 +102,7 @@ scopes = { "reports:read" = "Read your reports" }
 
     #[test]
     fn a_good_file_declares_its_apis() {
-        let resources = parse(GOOD, &[contacts()]).unwrap();
+        let resources = parse(GOOD, &[Resource::contacts_example()], RESERVED).unwrap();
         assert_eq!(resources.len(), 2);
         assert_eq!(resources[0].id, "orders");
         assert_eq!(
@@ -192,7 +116,8 @@ scopes = { "reports:read" = "Read your reports" }
 
     #[test]
     fn each_fault_names_its_resource() {
-        let refused = |text: &str| parse(text, &[contacts()]).unwrap_err();
+        let refused =
+            |text: &str| parse(text, &[Resource::contacts_example()], RESERVED).unwrap_err();
         let with = |extra: &str| format!("[[resource]]\nid = \"x\"\nname = \"X\"\n{extra}");
         assert!(refused("[[resource]]\nid = 'x'").contains("resource \"x\""));
         assert!(refused(&with("scopes = {}")).contains("1 to 50 scopes"));
@@ -209,5 +134,7 @@ scopes = { "reports:read" = "Read your reports" }
                 .contains("the id")
         );
         assert!(refused("[[thing]]").contains("not a resources file"));
+        let issuer = with("audience = 'https://login.example.com'\nscopes = { 'x:y' = 'd' }");
+        assert!(refused(&issuer).contains("the service's own"));
     }
 }

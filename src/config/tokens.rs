@@ -79,17 +79,7 @@ pub(super) fn oauth_resources(
     let (setting, value) = src.get("oauth_resources", &args.oauth_resources, "");
     let mut resources: Vec<String> = Vec::new();
     for resource in value.split(',').map(str::trim).filter(|r| !r.is_empty()) {
-        // RFC 8707 §2: an absolute URI without a fragment; a query or credentials have no place
-        // in the name of a service either.
-        let plain = url::Url::parse(resource).is_ok_and(|url| {
-            matches!(url.scheme(), "http" | "https")
-                && url.host().is_some()
-                && url.username().is_empty()
-                && url.password().is_none()
-                && url.query().is_none()
-                && url.fragment().is_none()
-        });
-        if !plain {
+        if !crate::model::resources::is_resource_indicator(resource) {
             return Err(setting.invalid(
                 resource,
                 "is not an absolute http(s) URL without query or fragment",

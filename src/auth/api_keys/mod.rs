@@ -91,12 +91,8 @@ pub fn parse_scopes(catalog: &Catalog, raw: Option<&[String]>) -> Result<ApiScop
             all.join(", ")
         ));
     }
-    let mut kept: Vec<&str> = Vec::new();
-    for scope in raw {
-        if !kept.contains(&scope.as_str()) {
-            kept.push(scope);
-        }
-    }
+    // Known, so only duplicates go.
+    let kept = (catalog.parse_names(raw.iter().map(String::as_str))).map_err(|e| e.to_string())?;
     Ok(ApiScopes::parse(&kept.join(" ")))
 }
 
@@ -274,7 +270,7 @@ mod tests {
 
     #[test]
     fn scopes_are_the_business_apis_only() {
-        let catalog = Catalog::new(vec![crate::config::resources::contacts()]);
+        let catalog = Catalog::new(vec![crate::model::Resource::contacts_example()]);
         let all = parse_scopes(&catalog, None).unwrap();
         assert_eq!(all.scope_string(), "contacts:read contacts:write");
         let read = parse_scopes(&catalog, Some(&["contacts:read".into()])).unwrap();

@@ -199,7 +199,7 @@ mod tests {
     fn documents() {
         let url = "https://app.example/client.json";
         let parsed = Url::parse(url).unwrap();
-        let catalog = Catalog::new(vec![crate::config::resources::contacts()]);
+        let catalog = Catalog::new(vec![crate::model::Resource::contacts_example()]);
         let doc =
             |v: serde_json::Value| read_document(url, &parsed, v.to_string().as_bytes(), &catalog);
         let good = doc(serde_json::json!({

@@ -205,7 +205,7 @@ mod tests {
     use super::*;
 
     fn catalog() -> Catalog {
-        Catalog::new(vec![crate::config::resources::contacts()])
+        Catalog::new(vec![crate::model::Resource::contacts_example()])
     }
 
     fn meta(json: serde_json::Value) -> ClientMetadata {

@@ -20,6 +20,7 @@ use crate::model::{Client, ClientOrigin, ClientType};
 
 mod documents;
 mod metadata;
+mod names;
 mod registration;
 mod spec;
 
@@ -378,11 +379,11 @@ impl Clients {
     }
 
     /// Whether a self-registered client's `name` reads as the name of one of the operator's
-    /// clients (`spec::name_skeleton`): on the consent page it would pass for that application.
+    /// clients (`names::name_skeleton`): on the consent page it would pass for that application.
     pub(super) async fn copies_operator_name(&self, name: &str) -> Result<bool> {
-        let skeleton = spec::name_skeleton(name);
+        let skeleton = names::name_skeleton(name);
         let names = self.core.store.operator_client_names().await?;
-        Ok(names.iter().any(|n| spec::name_skeleton(n) == skeleton))
+        Ok(names.iter().any(|n| names::name_skeleton(n) == skeleton))
     }
 
     /// An admin's reads are audited (§8); the operator's at the CLI are not, as before.

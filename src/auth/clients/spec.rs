@@ -2,6 +2,7 @@
 //! and `ClientChanges` (the admin API's PATCH) become the fields of a `Client`, or a
 //! `VALIDATION_ERROR` naming every bad field by its API name (the CLI names its flag instead).
 
+use super::names::check_name;
 use crate::auth::oauth::scopes;
 use crate::crypto::SigningAlg;
 use crate::error::{Result, Validator};
@@ -9,9 +10,6 @@ use crate::model::redirect::{self, UriUse};
 use crate::model::resources::Catalog;
 use crate::model::{Client, ClientType, GrantType};
 use uuid::Uuid;
-
-/// Longest client name, in characters (it is shown on the consent page and in lists).
-pub const NAME_MAX: usize = 200;
 
 /// Most URIs of one kind a client may have.
 pub const URIS_MAX: usize = 20;
@@ -246,51 +244,6 @@ impl NewClient {
     }
 }
 
-fn check_name(name: &str) -> Result<String, String> {
-    let name = name.trim();
-    if name.is_empty() || name.chars().count() > NAME_MAX {
-        return Err(format!("must be 1 to {NAME_MAX} characters"));
-    }
-    if name.chars().any(unseen) {
-        return Err(
-            "must not hold control, invisible or direction-changing characters (U+202E and the \
-             like): the consent page shows the name as it is"
-                .into(),
-        );
-    }
-    Ok(name.to_owned())
-}
-
-/// A character a name must not hold: controls, format characters (zero-width ones, and the
-/// bidirectional overrides that make "Acme\u{202E}lapyaP" read as another name), line and
-/// paragraph separators, private-use and unassigned code points. They draw nothing, or redraw
-/// what follows, so a name holding one can pass for another client's on the consent page.
-fn unseen(c: char) -> bool {
-    use unicode_properties::{GeneralCategory as G, UnicodeGeneralCategory as _};
-    matches!(
-        c.general_category(),
-        G::Control
-            | G::Format
-            | G::LineSeparator
-            | G::ParagraphSeparator
-            | G::PrivateUse
-            | G::Surrogate
-            | G::Unassigned
-    )
-}
-
-/// A name as people read it, for comparing two: compatibility forms folded (NFKC: fullwidth
-/// letters, ligatures), case ignored, spaces dropped. "Ａｃｍｅ  Billing" and "acme billing" are
-/// one name. (Look-alike letters of other scripts are not folded: the consent page names the
-/// host the browser returns to, and a self-registered client as such.)
-pub(super) fn name_skeleton(name: &str) -> String {
-    use unicode_normalization::UnicodeNormalization as _;
-    name.nfkc()
-        .flat_map(char::to_lowercase)
-        .filter(|c| !c.is_whitespace())
-        .collect()
-}
-
 /// Each URI checked (the first bad one named), duplicates dropped, order kept.
 fn check_uris(uris: Vec<String>) -> Result<Vec<String>, String> {
     if uris.len() > URIS_MAX {
@@ -342,10 +295,11 @@ fn check_scopes(catalog: &Catalog, names: &[String]) -> Result<Vec<String>, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::auth::clients::names::NAME_MAX;
     use crate::error::Error;
 
     fn catalog() -> Catalog {
-        Catalog::new(vec![crate::config::resources::contacts()])
+        Catalog::new(vec![crate::model::Resource::contacts_example()])
     }
 
     fn strings(items: &[&str]) -> Vec<String> {
@@ -426,14 +380,6 @@ mod tests {
             };
             assert!(client.check(false, &catalog()).is_ok(), "{good:?}");
         }
-        assert_eq!(
-            name_skeleton("Ａｃｍｅ  Billing"),
-            name_skeleton("acme billing")
-        );
-        assert_ne!(
-            name_skeleton("Acme Billing"),
-            name_skeleton("Acme Billing 2")
-        );
     }
 
     #[test]

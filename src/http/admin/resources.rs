@@ -152,7 +152,7 @@ struct PatchRequest {
     scopes: Option<Option<BTreeMap<String, String>>>,
 }
 
-error_responses!(PatchErrors: body_errors(), [Error::NotFound, Error::Conflict(Conflict::ResourceInSettings)], gate_errors());
+error_responses!(PatchErrors: body_errors(), [Error::NotFound, Error::Conflict(Conflict::ResourceInSettings), Error::Conflict(Conflict::ResourceTaken)], gate_errors());
 
 /// Change an operator's business API (a settings' one is 409). A scope taken away is issued no
 /// more (clients registered for it are refused it). Audited `resource.changed`.
@@ -179,7 +179,7 @@ async fn update(
         audience: body.audience,
         scopes: body.scopes.flatten().map(|s| s.into_iter().collect()),
     };
-    if changes.name.is_none() && changes.audience.is_none() && changes.scopes.is_none() {
+    if changes.is_empty() {
         return Err(Error::field(
             "body",
             "must give at least one field to change",

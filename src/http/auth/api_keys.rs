@@ -139,7 +139,6 @@ impl CreateKeyRequest {
     fn parse(self) -> Result<KeyRequest> {
         let mut v = Validator::new();
         let name = v.check("name", KeyName::parse(&self.name));
-
         let expires_at = match self.expires_at {
             None => Some(Expiry::Default),
             Some(None) => Some(Expiry::Never),
