@@ -204,6 +204,26 @@ impl Providers {
         })
     }
 
+    /// Whether `provider` speaks for `address` (normalised): may make, link or adopt an account
+    /// of it (docs/guide/providers.md, "Which provider speaks for an address"). An address under a
+    /// provider's `domains` is that provider's alone; a provider with `domains` speaks for no
+    /// address outside them; a provider without `domains` speaks for every address no provider
+    /// owns.
+    pub fn speaks_for(&self, provider: &ProviderConfig, address: &str) -> bool {
+        match self.for_address(address) {
+            Some(owner) => owner.id == provider.id,
+            None => provider.domains.is_empty(),
+        }
+    }
+
+    /// Whether an account of `address` may sign in through `provider`: never through another
+    /// provider than its domain's, whatever was linked before (its password is `SSO_REQUIRED`
+    /// too).
+    pub fn signs_in_through(&self, provider: &ProviderConfig, address: &str) -> bool {
+        self.for_address(address)
+            .is_none_or(|owner| owner.id == provider.id)
+    }
+
     /// The authorization request (code, S256 PKCE, fresh random state and nonce, scopes;
     /// `login_hint` passed on).
     pub fn authorization(

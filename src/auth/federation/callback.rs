@@ -295,11 +295,11 @@ impl Federation {
             .and_then(|e| crate::domain::Email::parse(e).ok())
             .map(|e| e.normalized());
         let speaks = match &named {
-            Some(address) => super::speaks_for(providers, config, address),
+            Some(address) => providers.speaks_for(config, address),
             // A domain's provider vouches for an address of its domains, or for nothing.
             None => config.domains.is_empty(),
         };
-        if !speaks || !super::signs_in_through(providers, config, &user.email_normalized) {
+        if !speaks || !providers.signs_in_through(config, &user.email_normalized) {
             return Err((Refusal::WrongProvider, Some(user_id)));
         }
         self.attach(config, upstream, &user, Some(session), client)

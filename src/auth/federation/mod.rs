@@ -326,33 +326,6 @@ impl Federation {
     }
 }
 
-/// Whether `provider` speaks for `address` (normalised): may make, link or adopt an account of it
-/// (docs/guide/providers.md, "Which provider speaks for an address"). An address under a
-/// provider's `domains` is that provider's alone; a provider with `domains` speaks for no address
-/// outside them; a provider without `domains` speaks for every address no provider owns.
-pub(super) fn speaks_for(
-    providers: &crate::federation::Providers,
-    provider: &crate::federation::ProviderConfig,
-    address: &str,
-) -> bool {
-    match providers.for_address(address) {
-        Some(owner) => owner.id == provider.id,
-        None => provider.domains.is_empty(),
-    }
-}
-
-/// Whether an account of `address` may sign in through `provider`: never through another
-/// provider than its domain's, whatever was linked before (its password is `SSO_REQUIRED` too).
-pub(super) fn signs_in_through(
-    providers: &crate::federation::Providers,
-    provider: &crate::federation::ProviderConfig,
-    address: &str,
-) -> bool {
-    providers
-        .for_address(address)
-        .is_none_or(|owner| owner.id == provider.id)
-}
-
 impl Core {
     /// `SSO_REQUIRED` for an address under a provider's `domains` (docs/api.md §14).
     pub(super) fn sso_required(&self, email_normalized: &str) -> Result<()> {

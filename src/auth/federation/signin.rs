@@ -47,7 +47,7 @@ impl Federation {
             // An identity of another provider linked to an account of a domain's provider
             // (linked before the domain was configured, or by that provider's lie before the
             // rule): the domain signs in through its own provider only.
-            if !super::signs_in_through(providers, config, &user.email_normalized) {
+            if !providers.signs_in_through(config, &user.email_normalized) {
                 return Err((Refusal::WrongProvider, Some(user.id)));
             }
             if self.core.require_verified(&user).is_err() {
@@ -70,7 +70,7 @@ impl Federation {
             .and_then(|e| Email::parse(e).ok())
             .ok_or((Refusal::EmailMissing, None))?;
         let normalized = email.normalized();
-        if !super::speaks_for(providers, config, &normalized) {
+        if !providers.speaks_for(config, &normalized) {
             return Err((Refusal::WrongProvider, None));
         }
         if let Some(existing) = self
