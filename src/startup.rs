@@ -43,20 +43,15 @@ pub fn passkeys(settings: &Settings) -> Result<String, String> {
     }
 }
 
-/// An origin that is not a secure context for browsers: http on a host other than localhost
-/// (or a loopback address).
+/// An origin that is not a secure context for browsers: `http` on a host other than a loopback
+/// one (`localhost`, `*.localhost`, a loopback address).
 fn insecure_origin(origin: &str) -> bool {
-    let Some(host) = origin.strip_prefix("http://") else {
+    let Ok(url) = url::Url::parse(origin) else {
         return false;
     };
-    let host = host.rsplit_once(':').map_or(host, |(h, port)| {
-        if port.bytes().all(|b| b.is_ascii_digit()) {
-            h
-        } else {
-            host
-        }
-    });
-    !(host == "localhost" || host.ends_with(".localhost") || host == "127.0.0.1" || host == "[::1]")
+    let local = crate::config::is_loopback(&url)
+        || url.host_str().is_some_and(|h| h.ends_with(".localhost"));
+    url.scheme() == "http" && !local
 }
 
 /// Whether the OpenID provider is on, with which issuer; when off, what turns it on.
@@ -98,5 +93,26 @@ pub async fn report(settings: &Settings, store: &Store) {
         Ok(false) => tracing::info!("{}", no_accounts(settings)),
         Ok(true) => {}
         Err(error) => tracing::debug!(error = %error, "cannot count the accounts"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::insecure_origin;
+
+    #[test]
+    fn only_plain_http_away_from_this_machine_is_insecure() {
+        for secure in [
+            "https://login.example.com",
+            "http://localhost:8080",
+            "http://app.localhost",
+            "http://127.0.0.1:3000",
+            "http://[::1]:3000",
+        ] {
+            assert!(!insecure_origin(secure), "{secure}");
+        }
+        for insecure in ["http://login.example.com", "http://192.168.1.5:8080"] {
+            assert!(insecure_origin(insecure), "{insecure}");
+        }
     }
 }
