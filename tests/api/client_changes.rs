@@ -11,7 +11,7 @@ use crate::admin::admin;
 use crate::guard::within;
 use crate::helpers::{Backend, REVOCATION_DELAY, TestApp, both_backends};
 use crate::oauth_helpers::{
-    ISSUER, add_client, authorization, authorize, code, exchange, pkce, provider_app, token,
+    add_client, authorization, authorize, code, exchange, pkce, provider_app, provider_pair, token,
 };
 
 both_backends!(
@@ -42,13 +42,7 @@ async fn refresh(
 /// that its copy stays fresh): the authorization that would write a code for it is the refusal
 /// of a client that is not registered (400), on this instance and on another, never a 500.
 async fn a_client_removed_elsewhere_is_gone_here_too_and_never_a_500(backend: Backend) {
-    let app = provider_app(backend, SettingsArgs::default()).await;
-    let twin = app
-        .twin_with(SettingsArgs {
-            issuer: Some(ISSUER.into()),
-            ..SettingsArgs::default()
-        })
-        .await;
+    let (app, twin) = provider_pair(backend).await;
     let client = add_client(&app, "Reports", &[]);
     let (person, _) = app.logged_in_user("ada@example.com").await;
     // Both instances read the client (and the consent is given).
@@ -87,13 +81,7 @@ async fn a_client_removed_elsewhere_is_gone_here_too_and_never_a_500(backend: Ba
 /// The operator takes `contacts:read` from a client: the refresh of a grant that had it issues
 /// it no more, on either instance within §2's 2 s, to the end of the grant.
 async fn a_scope_taken_from_a_client_is_issued_no_more(backend: Backend) {
-    let app = provider_app(backend, SettingsArgs::default()).await;
-    let twin = app
-        .twin_with(SettingsArgs {
-            issuer: Some(ISSUER.into()),
-            ..SettingsArgs::default()
-        })
-        .await;
+    let (app, twin) = provider_pair(backend).await;
     let client = add_client(
         &app,
         "Reports",
@@ -160,13 +148,7 @@ async fn grant_with(app: &TestApp, client: &crate::oauth_helpers::Client, secret
 /// A secret rotated through the CLI: both work on every instance for the overlap, the old one not
 /// after it; through the admin API with no overlap, the old one ends at once. Audited.
 async fn a_rotated_secret_overlaps_the_old_one_on_every_instance(backend: Backend) {
-    let app = provider_app(backend, SettingsArgs::default()).await;
-    let twin = app
-        .twin_with(SettingsArgs {
-            issuer: Some(ISSUER.into()),
-            ..SettingsArgs::default()
-        })
-        .await;
+    let (app, twin) = provider_pair(backend).await;
     let client = add_client(
         &app,
         "Reports",
@@ -261,13 +243,7 @@ async fn a_rotated_secret_overlaps_the_old_one_on_every_instance(backend: Backen
 /// `gatehouse clients update`: a moved application's redirect URI, and a client let off PKCE,
 /// seen by another instance within 2 s; what it refuses names the flag.
 async fn the_cli_changes_a_client_and_every_instance_sees_it(backend: Backend) {
-    let app = provider_app(backend, SettingsArgs::default()).await;
-    let twin = app
-        .twin_with(SettingsArgs {
-            issuer: Some(ISSUER.into()),
-            ..SettingsArgs::default()
-        })
-        .await;
+    let (app, twin) = provider_pair(backend).await;
     let client = add_client(&app, "Reports", &["--first-party"]);
     let (person, _) = twin.logged_in_user("ada@example.com").await;
     code(&twin, &person, &client, "openid").await;

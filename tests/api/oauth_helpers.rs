@@ -25,6 +25,19 @@ pub async fn provider_app(backend: Backend, args: SettingsArgs) -> TestApp {
     .await
 }
 
+/// Two instances of one provider on one database (its issuer the same on both): a change made
+/// on the first must reach the second within §2's 2 s.
+pub async fn provider_pair(backend: Backend) -> (TestApp, TestApp) {
+    let app = provider_app(backend, SettingsArgs::default()).await;
+    let twin = app
+        .twin_with(SettingsArgs {
+            issuer: Some(ISSUER.into()),
+            ..SettingsArgs::default()
+        })
+        .await;
+    (app, twin)
+}
+
 /// A registered client: its id, and its secret when confidential.
 pub struct Client {
     pub id: String,

@@ -2,23 +2,16 @@
 //! one is redeemed at the other, and a client's session ended at one is refused at the other
 //! within §2's 2 s.
 
-use gatehouse::config::SettingsArgs;
 use reqwest::Method;
 
 use crate::guard::within;
 use crate::helpers::{Backend, REVOCATION_DELAY, both_backends, claims};
-use crate::oauth_helpers::{ISSUER, add_client, code, exchange, provider_app, userinfo};
+use crate::oauth_helpers::{add_client, code, exchange, provider_pair, userinfo};
 
 both_backends!(codes_and_revocations_reach_every_instance);
 
 async fn codes_and_revocations_reach_every_instance(backend: Backend) {
-    let one = provider_app(backend, SettingsArgs::default()).await;
-    let two = one
-        .twin_with(SettingsArgs {
-            issuer: Some(ISSUER.into()),
-            ..SettingsArgs::default()
-        })
-        .await;
+    let (one, two) = provider_pair(backend).await;
     let client = add_client(&one, "Reports", &["--first-party"]);
     let (person, _) = one.logged_in_user("ada@example.com").await;
 
