@@ -25,6 +25,8 @@ use super::AppState;
 use super::cookies::{cookie_values, other_cookies};
 use super::extract::{USER_AGENT_MAX, bearer_token, client_ip};
 use super::navigation::{forwarded_url, is_navigation, sign_in_url, single};
+use super::oauth::errors::Bearer;
+use crate::auth::oauth::OAuthError;
 use crate::authz::Described;
 use crate::authz::rules::Policy;
 use crate::error::Error;
@@ -174,9 +176,10 @@ async fn decide(
     {
         // Which of two credentials counts is a question a proxy's upstream may answer
         // differently; a status other than 401 or 403 would be an error to nginx.
-        return unauthorized(
-            r#"Bearer error="invalid_request", error_description="more than one Authorization header""#,
-        );
+        return unauthorized(Bearer::described(
+            OAuthError::InvalidRequest,
+            "more than one Authorization header",
+        ));
     }
     let (holder, by_cookie) = if let Some(token) = bearer_token(headers) {
         // Where the request came from, for a key's first use from an address (the audit trail):
@@ -268,9 +271,10 @@ fn log_rule_refusal(state: &AppState, described: &Described, holder: Option<&Hol
 /// The answer for a bearer token that does not identify anyone.
 fn refused(error: Error) -> Response {
     match error {
-        Error::TokenExpired => unauthorized(
-            r#"Bearer error="invalid_token", error_description="the access token expired""#,
-        ),
+        Error::TokenExpired => unauthorized(Bearer::described(
+            OAuthError::InvalidToken,
+            "the access token expired",
+        )),
         Error::Unavailable(cause) => {
             tracing::warn!(error = %cause, "forward-auth cannot read the account");
             StatusCode::SERVICE_UNAVAILABLE.into_response()
@@ -279,7 +283,7 @@ fn refused(error: Error) -> Response {
             tracing::error!(error = ?cause, "forward-auth failed");
             StatusCode::SERVICE_UNAVAILABLE.into_response()
         }
-        _ => unauthorized(r#"Bearer error="invalid_token""#),
+        _ => unauthorized(Bearer::error(OAuthError::InvalidToken)),
     }
 }
 
@@ -312,11 +316,11 @@ pub(crate) async fn cookie_identity(
 /// sign-in URL in `Location`, for the nginx recipe); anything else gets 401.
 fn sign_in(state: &AppState, asked: &Asked, second_factor: bool) -> Response {
     let Some(original) = &asked.navigation else {
-        return unauthorized("Bearer");
+        return unauthorized(Bearer::default());
     };
     let url = sign_in_url(&state.public_url, original, second_factor);
     let Ok(location) = HeaderValue::from_str(&url) else {
-        return unauthorized("Bearer");
+        return unauthorized(Bearer::default());
     };
     let status = if asked.redirects {
         StatusCode::FOUND
@@ -333,10 +337,10 @@ fn sign_in(state: &AppState, asked: &Asked, second_factor: bool) -> Response {
     response
 }
 
-fn unauthorized(challenge: &'static str) -> Response {
+fn unauthorized(challenge: Bearer<'_>) -> Response {
     (
         StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, challenge)],
+        [(header::WWW_AUTHENTICATE, challenge.challenge())],
     )
         .into_response()
 }
@@ -364,20 +368,17 @@ fn refused_by_rule(state: &AppState, asked: &Asked, policy: &Policy) -> Response
 /// error), one of a rule's scopes (RFC 6750 §3.1), else no credential (`insufficient_scope`).
 fn forbidden(policy: &Policy) -> Response {
     let challenge = match policy {
-        Policy::TwoFactor => HeaderValue::from_static(
-            r#"Bearer error="insufficient_user_authentication", error_description="a second factor is required""#,
-        ),
-        Policy::Scopes(scopes) => {
-            HeaderValue::from_str(&format!(
-                r#"Bearer error="insufficient_scope", scope="{}""#,
-                scopes.join(" ")
-            ))
-            // Scope names are printable ASCII without quotes (`resources::scope_name_ok`).
-            .unwrap_or(HeaderValue::from_static(
-                r#"Bearer error="insufficient_scope""#,
-            ))
+        Policy::TwoFactor => Bearer::described(
+            OAuthError::InsufficientUserAuthentication,
+            "a second factor is required",
+        )
+        .challenge(),
+        Policy::Scopes(scopes) => Bearer {
+            scope: Some(&scopes.join(" ")),
+            ..Bearer::error(OAuthError::InsufficientScope)
         }
-        _ => HeaderValue::from_static(r#"Bearer error="insufficient_scope""#),
+        .challenge(),
+        _ => Bearer::error(OAuthError::InsufficientScope).challenge(),
     };
     (
         StatusCode::FORBIDDEN,

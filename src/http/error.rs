@@ -5,6 +5,8 @@ use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
+use super::oauth::errors::Bearer;
+use crate::auth::oauth::OAuthError;
 use crate::error::Error;
 
 /// Failures of the HTTP exchange itself, met before any flow runs.
@@ -178,27 +180,23 @@ impl IntoResponse for Error {
         let mut response = (status, axum::Json(self.body(code))).into_response();
         let headers = response.headers_mut();
         // RFC 6750 §3: a bearer challenge, with error="invalid_token" where a token was presented.
-        let challenge = match self {
-            Error::Unauthenticated => Some("Bearer"),
-            Error::TokenExpired => Some(
-                r#"Bearer error="invalid_token", error_description="the access token expired""#,
-            ),
-            Error::TokenInvalid => Some(r#"Bearer error="invalid_token""#),
-            Error::ClientToken => Some(r#"Bearer error="insufficient_scope""#),
+        let challenge = match &self {
+            Error::Unauthenticated => Some(Bearer::default()),
+            Error::TokenExpired => Some(Bearer::described(
+                OAuthError::InvalidToken,
+                "the access token expired",
+            )),
+            Error::TokenInvalid => Some(Bearer::error(OAuthError::InvalidToken)),
+            Error::ClientToken => Some(Bearer::error(OAuthError::InsufficientScope)),
+            // RFC 6750 §3.1: which scope the call needs.
+            Error::InsufficientScope(scope) => Some(Bearer {
+                scope: Some(scope),
+                ..Bearer::error(OAuthError::InsufficientScope)
+            }),
             _ => None,
         };
         if let Some(challenge) = challenge {
-            headers.insert(
-                header::WWW_AUTHENTICATE,
-                HeaderValue::from_static(challenge),
-            );
-        }
-        // RFC 6750 §3.1: which scope the call needs.
-        if let Error::InsufficientScope(scope) = self {
-            let challenge = format!(r#"Bearer error="insufficient_scope", scope="{scope}""#);
-            if let Ok(value) = HeaderValue::from_str(&challenge) {
-                headers.insert(header::WWW_AUTHENTICATE, value);
-            }
+            headers.insert(header::WWW_AUTHENTICATE, challenge.challenge());
         }
         if let Error::RateLimited { retry_after } | Error::Overloaded { retry_after } = self {
             headers.insert(header::RETRY_AFTER, HeaderValue::from(retry_after));

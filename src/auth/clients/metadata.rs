@@ -7,6 +7,7 @@ use serde::Deserialize;
 use url::{Host, Url};
 
 use super::spec::NewClient;
+use crate::auth::oauth::OAuthError;
 use crate::model::Catalog;
 use crate::model::redirect::{self, UriUse};
 
@@ -42,20 +43,20 @@ pub struct ClientMetadata {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetadataRefused {
     /// `invalid_redirect_uri` or `invalid_client_metadata`.
-    pub error: &'static str,
+    pub error: OAuthError,
     pub description: String,
 }
 
 pub(super) fn metadata_error(description: impl Into<String>) -> MetadataRefused {
     MetadataRefused {
-        error: "invalid_client_metadata",
+        error: OAuthError::InvalidClientMetadata,
         description: description.into(),
     }
 }
 
 fn redirect_error(description: impl Into<String>) -> MetadataRefused {
     MetadataRefused {
-        error: "invalid_redirect_uri",
+        error: OAuthError::InvalidRedirectUri,
         description: description.into(),
     }
 }
@@ -212,7 +213,7 @@ mod tests {
         serde_json::from_value(json).unwrap()
     }
 
-    fn refused(json: serde_json::Value) -> &'static str {
+    fn refused(json: serde_json::Value) -> OAuthError {
         let m = meta(json);
         let method = auth_method(&m).map_err(|e| e.error);
         match method.and_then(|a| new_client(&m, a, "x", &catalog()).map_err(|e| e.error)) {
@@ -247,42 +248,42 @@ mod tests {
     fn refusals() {
         let uri = serde_json::json!(["https://app.example/cb"]);
         for (json, error) in [
-            (serde_json::json!({}), "invalid_redirect_uri"),
+            (serde_json::json!({}), OAuthError::InvalidRedirectUri),
             (
                 serde_json::json!({"redirect_uris": ["http://app.example/cb"]}),
-                "invalid_redirect_uri",
+                OAuthError::InvalidRedirectUri,
             ),
             (
                 serde_json::json!({"redirect_uris": ["com.example.app:/cb"]}),
-                "invalid_redirect_uri",
+                OAuthError::InvalidRedirectUri,
             ),
             (
                 serde_json::json!({"redirect_uris": ["https://app.example/cb#f"]}),
-                "invalid_redirect_uri",
+                OAuthError::InvalidRedirectUri,
             ),
             (
                 serde_json::json!({"redirect_uris": uri, "grant_types": ["client_credentials"]}),
-                "invalid_client_metadata",
+                OAuthError::InvalidClientMetadata,
             ),
             (
                 serde_json::json!({"redirect_uris": uri, "grant_types": ["implicit"]}),
-                "invalid_client_metadata",
+                OAuthError::InvalidClientMetadata,
             ),
             (
                 serde_json::json!({"redirect_uris": uri, "grant_types": ["refresh_token"]}),
-                "invalid_client_metadata",
+                OAuthError::InvalidClientMetadata,
             ),
             (
                 serde_json::json!({"redirect_uris": uri, "response_types": ["token"]}),
-                "invalid_client_metadata",
+                OAuthError::InvalidClientMetadata,
             ),
             (
                 serde_json::json!({"redirect_uris": uri, "scope": "admin"}),
-                "invalid_client_metadata",
+                OAuthError::InvalidClientMetadata,
             ),
             (
                 serde_json::json!({"redirect_uris": uri, "token_endpoint_auth_method": "private_key_jwt"}),
-                "invalid_client_metadata",
+                OAuthError::InvalidClientMetadata,
             ),
         ] {
             assert_eq!(refused(json.clone()), error, "{json}");

@@ -15,7 +15,7 @@ use super::Clients;
 use super::metadata::{self, ClientMetadata, MetadataRefused, metadata_error};
 use crate::auth::admin::Operator;
 use crate::auth::audit::{AuditEvent, Subject};
-use crate::auth::oauth::OAuthFailure;
+use crate::auth::oauth::{OAuthError, OAuthFailure};
 use crate::config::RegistrationMode;
 use crate::crypto::random_token;
 use crate::error::{Error, Result};
@@ -114,7 +114,7 @@ impl Clients {
         }
         if mode == RegistrationMode::Token && bearer.is_none() {
             return Err(OAuthFailure::refused(
-                "invalid_token",
+                OAuthError::InvalidToken,
                 "an initial access token is required (Authorization: Bearer …)",
             ));
         }
@@ -146,7 +146,7 @@ impl Clients {
                 .await?
             {
                 return Err(OAuthFailure::refused(
-                    "invalid_token",
+                    OAuthError::InvalidToken,
                     "the initial access token is unknown, expired or already used",
                 ));
             }
@@ -186,7 +186,7 @@ pub(super) fn refusal(error: Error) -> OAuthFailure {
                 .keys()
                 .any(|f| f.to_ascii_lowercase().contains("redirecturis"));
             if redirect {
-                OAuthFailure::refused("invalid_redirect_uri", description)
+                OAuthFailure::refused(OAuthError::InvalidRedirectUri, description)
             } else {
                 metadata_error(description).into()
             }

@@ -4,9 +4,9 @@
 use url::Url;
 use uuid::Uuid;
 
-use super::Provider;
 use super::org_choice::{OrgChoice, OrgOffer};
 use super::pkce::check_pkce;
+use super::{OAuthError, Provider, Refusal};
 use crate::crypto::{random_token, sha256};
 use crate::error::{Error, Result};
 use crate::model::oauth::{AuthorizationCode, Consent};
@@ -98,8 +98,11 @@ impl Checked<'_> {
         Authorization::Redirect(url.into())
     }
 
-    fn error(&self, error: &str, description: &str) -> Authorization {
-        match self.back(&[("error", error), ("error_description", description)]) {
+    fn error(&self, error: OAuthError, description: &str) -> Authorization {
+        match self.back(&[
+            ("error", error.as_str()),
+            ("error_description", description),
+        ]) {
             Authorization::Redirect(to) if !self.vouched => Authorization::Unvouched(to),
             other => other,
         }
@@ -147,11 +150,11 @@ pub(super) fn target(
     catalog: &crate::model::Catalog,
     scopes: &[String],
     resource: Option<&str>,
-) -> std::result::Result<Option<String>, (&'static str, String)> {
+) -> std::result::Result<Option<String>, Refusal> {
     use crate::model::resources::TargetError;
     catalog.audience_for(scopes, resource).map_err(|e| match e {
-        TargetError::SeveralAudiences(..) => ("invalid_scope", e.to_string()),
-        TargetError::NotDeclaredBy { .. } => ("invalid_target", e.to_string()),
+        TargetError::SeveralAudiences(..) => (OAuthError::InvalidScope, e.to_string()),
+        TargetError::NotDeclaredBy { .. } => (OAuthError::InvalidTarget, e.to_string()),
     })
 }
 
@@ -225,7 +228,7 @@ impl Provider {
         };
         let Some(person) = person else {
             return Ok(if prompt.none {
-                checked.error("login_required", "no one is signed in")
+                checked.error(OAuthError::LoginRequired, "no one is signed in")
             } else {
                 Authorization::LoginRequired
             });
@@ -240,7 +243,7 @@ impl Provider {
             .filter(|s| s.revoked_at.is_none() && s.user_id == person.user_id);
         let Some(session) = session else {
             return Ok(if prompt.none {
-                checked.error("login_required", "no one is signed in")
+                checked.error(OAuthError::LoginRequired, "no one is signed in")
             } else {
                 Authorization::LoginRequired
             });
@@ -264,13 +267,16 @@ impl Provider {
             .is_some_and(|max| now - auth_time > max.saturating_mul(1000));
         if prompt.login || too_old {
             return Ok(if prompt.none {
-                checked.error("login_required", "the sign-in is older than max_age")
+                checked.error(
+                    OAuthError::LoginRequired,
+                    "the sign-in is older than max_age",
+                )
             } else {
                 Authorization::LoginRequired
             });
         }
         if request.consent == Some(false) {
-            return Ok(checked.error("access_denied", "the person did not allow it"));
+            return Ok(checked.error(OAuthError::AccessDenied, "the person did not allow it"));
         }
         let consenting = request.consent == Some(true);
         let choice = self
@@ -288,7 +294,7 @@ impl Provider {
             OrgChoice::AskAgain => None,
             OrgChoice::NotMember => {
                 return Ok(checked.error(
-                    "access_denied",
+                    OAuthError::AccessDenied,
                     "the person is not a member of the organisation this application belongs to",
                 ));
             }
@@ -306,7 +312,10 @@ impl Provider {
             };
             if !missing.is_empty() && !consenting {
                 return Ok(if prompt.none {
-                    checked.error("consent_required", "the person has not allowed this yet")
+                    checked.error(
+                        OAuthError::ConsentRequired,
+                        "the person has not allowed this yet",
+                    )
                 } else {
                     let orgs = self
                         .org_offer(&checked.client, person.user_id, given.org_id)
@@ -363,55 +372,58 @@ impl Provider {
 
     /// Everything of a request that goes back to the client when wrong: its scopes, prompt and
     /// tokens' audience if right, the error and its description if not.
-    fn check(&self, checked: &Checked<'_>) -> std::result::Result<Judged, (&'static str, String)> {
+    fn check(&self, checked: &Checked<'_>) -> std::result::Result<Judged, Refusal> {
         let r = checked.request;
         let client = &checked.client;
         if let Some(t) = r.response_type.as_deref().filter(|t| *t != "code") {
             return Err((
-                "unsupported_response_type",
+                OAuthError::UnsupportedResponseType,
                 format!("response_type {t:?} is not supported: only \"code\""),
             ));
         }
         if !client.has_grant(GrantType::AuthorizationCode) {
             return Err((
-                "unauthorized_client",
+                OAuthError::UnauthorizedClient,
                 "the client may not use the authorization code grant".into(),
             ));
         }
         let catalog = self.core.catalog.current();
         let scopes = catalog
             .parse(r.scope.as_deref().unwrap_or_default())
-            .map_err(|e| ("invalid_scope", e.to_string()))?;
+            .map_err(|e| (OAuthError::InvalidScope, e.to_string()))?;
         check_pkce(client, r, &scopes)?;
         if scopes.is_empty() {
-            return Err(("invalid_scope", "scope is required".into()));
+            return Err((OAuthError::InvalidScope, "scope is required".into()));
         }
         if let Some(s) = scopes.iter().find(|s| !client.allows_scope(s)) {
             return Err((
-                "invalid_scope",
+                OAuthError::InvalidScope,
                 format!("the client is not registered for the scope {s:?}"),
             ));
         }
-        let prompt = prompt(r.prompt.as_deref()).map_err(|e| ("invalid_request", e))?;
+        let prompt = prompt(r.prompt.as_deref()).map_err(|e| (OAuthError::InvalidRequest, e))?;
         if r.max_age.is_some_and(|m| m < 0) {
-            return Err(("invalid_request", "max_age must not be negative".into()));
+            return Err((
+                OAuthError::InvalidRequest,
+                "max_age must not be negative".into(),
+            ));
         }
         if r.state.as_ref().is_some_and(|s| s.len() > STATE_MAX) {
             return Err((
-                "invalid_request",
+                OAuthError::InvalidRequest,
                 format!("state is longer than {STATE_MAX} bytes"),
             ));
         }
         if r.nonce.as_ref().is_some_and(|n| n.len() > NONCE_MAX) {
             return Err((
-                "invalid_request",
+                OAuthError::InvalidRequest,
                 format!("nonce is longer than {NONCE_MAX} bytes"),
             ));
         }
         if let Some(resource) = &r.resource {
             if !self.core.tokens.issues_for(resource) {
                 return Err((
-                    "invalid_target",
+                    OAuthError::InvalidTarget,
                     format!(
                         "resource must be {:?} or a resource server this service issues tokens \
                          for (GATEHOUSE_OAUTH_RESOURCES, an API of docs/guide/resources.md)",

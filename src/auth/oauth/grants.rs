@@ -4,7 +4,7 @@
 use uuid::Uuid;
 
 use super::pkce::pkce_matches;
-use super::{OAuthFailure, Provider, scopes};
+use super::{OAuthError, OAuthFailure, Provider, scopes};
 use crate::crypto::sha256;
 use crate::error::Error;
 use crate::model::oauth::Redemption;
@@ -40,11 +40,11 @@ pub struct TokenAnswer {
 }
 
 fn invalid_grant(description: &str) -> OAuthFailure {
-    OAuthFailure::refused("invalid_grant", description)
+    OAuthFailure::refused(OAuthError::InvalidGrant, description)
 }
 
 fn invalid_target(description: &str) -> OAuthFailure {
-    OAuthFailure::refused("invalid_target", description)
+    OAuthFailure::refused(OAuthError::InvalidTarget, description)
 }
 
 /// RFC 8707 §2.2: a token request's `resource` may only name the audience its authorization was
@@ -94,9 +94,9 @@ fn pkce_proved(request: &TokenRequest, challenge: &str) -> Outcome<()> {
 }
 
 fn required<'a>(value: &'a Option<String>, name: &str) -> Outcome<&'a str> {
-    value
-        .as_deref()
-        .ok_or_else(|| OAuthFailure::refused("invalid_request", format!("{name} is required")))
+    value.as_deref().ok_or_else(|| {
+        OAuthFailure::refused(OAuthError::InvalidRequest, format!("{name} is required"))
+    })
 }
 
 impl Provider {
@@ -115,7 +115,7 @@ impl Provider {
             "client_credentials" => GrantType::ClientCredentials,
             other => {
                 return Err(OAuthFailure::refused(
-                    "unsupported_grant_type",
+                    OAuthError::UnsupportedGrantType,
                     format!("grant_type {other:?} is not supported"),
                 ));
             }
@@ -123,7 +123,7 @@ impl Provider {
         if !client.has_grant(grant) || (grant == GrantType::ClientCredentials && client.is_public())
         {
             return Err(OAuthFailure::refused(
-                "unauthorized_client",
+                OAuthError::UnauthorizedClient,
                 "the client may not use this grant",
             ));
         }
@@ -330,10 +330,10 @@ impl Provider {
             None => grant.scope.clone(),
             Some(asked) => {
                 let asked = (self.core.catalog.current().parse(asked))
-                    .map_err(|e| OAuthFailure::refused("invalid_scope", e.to_string()))?;
+                    .map_err(|e| OAuthFailure::refused(OAuthError::InvalidScope, e.to_string()))?;
                 if asked.is_empty() || !scopes::all_within(&asked, &grant.scope) {
                     return Err(OAuthFailure::refused(
-                        "invalid_scope",
+                        OAuthError::InvalidScope,
                         "the scope may be narrowed, never widened beyond the authorization's",
                     ));
                 }
@@ -379,13 +379,13 @@ impl Provider {
             Some(asked) => {
                 let asked = catalog
                     .parse(asked)
-                    .map_err(|e| OAuthFailure::refused("invalid_scope", e.to_string()))?;
+                    .map_err(|e| OAuthFailure::refused(OAuthError::InvalidScope, e.to_string()))?;
                 if let Some(s) = asked
                     .iter()
                     .find(|s| personal.contains(&s.as_str()) || !client.allows_scope(s))
                 {
                     return Err(OAuthFailure::refused(
-                        "invalid_scope",
+                        OAuthError::InvalidScope,
                         format!("the scope {s:?} cannot be granted to this client by itself"),
                     ));
                 }
@@ -394,7 +394,7 @@ impl Provider {
         };
         // One API's token (RFC 8707): its audience, or the one asked for.
         let audience = super::authorize::target(&catalog, &scope, request.resource.as_deref())
-            .map_err(|(error, description)| OAuthFailure::refused(error, description))?;
+            .map_err(OAuthFailure::from)?;
         Ok(TokenAnswer {
             access_token: self.client_only_token(client, &scope, audience.as_deref())?,
             expires_in: self.core.tokens.access_ttl_seconds(),

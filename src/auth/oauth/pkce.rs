@@ -4,7 +4,7 @@
 use subtle::ConstantTimeEq as _;
 
 use super::authorize::AuthorizeRequest;
-use super::scopes;
+use super::{OAuthError, Refusal, scopes};
 use crate::crypto::{b64url, sha256};
 use crate::model::Client;
 
@@ -16,17 +16,17 @@ pub(super) fn check_pkce(
     client: &Client,
     r: &AuthorizeRequest,
     scopes: &[String],
-) -> std::result::Result<(), (&'static str, String)> {
+) -> std::result::Result<(), Refusal> {
     let Some(challenge) = r.code_challenge.as_deref() else {
         if client.pkce_required {
             return Err((
-                "invalid_request",
+                OAuthError::InvalidRequest,
                 "code_challenge is required (PKCE with S256)".into(),
             ));
         }
         if !scopes.iter().any(|s| s == scopes::OPENID) || r.nonce.is_none() {
             return Err((
-                "invalid_request",
+                OAuthError::InvalidRequest,
                 "without PKCE (code_challenge), an OpenID request with a nonce is required".into(),
             ));
         }
@@ -34,13 +34,13 @@ pub(super) fn check_pkce(
     };
     if r.code_challenge_method.as_deref() != Some("S256") {
         return Err((
-            "invalid_request",
+            OAuthError::InvalidRequest,
             "code_challenge_method must be S256 (plain is refused)".into(),
         ));
     }
     if challenge.len() != 43 || !pkce_shaped(challenge) {
         return Err((
-            "invalid_request",
+            OAuthError::InvalidRequest,
             "code_challenge must be the base64url SHA-256 of the verifier (43 characters)".into(),
         ));
     }

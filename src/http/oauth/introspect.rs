@@ -15,8 +15,10 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{OAuthError, calling_client, form_parameters, oauth_error, single};
+use super::errors::{self, OAuthErrorBody};
+use super::{calling_client, form_parameters, single};
 use crate::auth::Introspection;
+use crate::auth::oauth::OAuthError;
 use crate::http::AppState;
 use crate::http::extract::client_ip;
 use crate::model::{Holder, KeyIdentity};
@@ -104,10 +106,10 @@ struct IntrospectionAnswer {
         description = "token=…[&token_type_hint=access_token]"),
     responses(
         (status = 200, description = "The token's state", body = IntrospectionAnswer),
-        (status = 400, description = "No token, not a form, or two ways of client authentication", body = OAuthError),
-        (status = 401, description = "Bad client credentials", body = OAuthError),
-        (status = 403, description = "The client is not one the operator lets introspect (unauthorized_client)", body = OAuthError),
-        (status = 429, description = "Too many wrong client credentials from this address", body = OAuthError)))]
+        (status = 400, description = "No token, not a form, or two ways of client authentication", body = OAuthErrorBody),
+        (status = 401, description = "Bad client credentials", body = OAuthErrorBody),
+        (status = 403, description = "The client is not one the operator lets introspect (unauthorized_client)", body = OAuthErrorBody),
+        (status = 429, description = "Too many wrong client credentials from this address", body = OAuthErrorBody)))]
 async fn introspect(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -118,12 +120,14 @@ async fn introspect(
     let form = form_parameters(&headers, &body);
     match calling_client(&state, &headers, form.as_deref(), ip, false).await {
         Ok(client) if client.introspection => {}
-        Ok(_) => return oauth_error(StatusCode::FORBIDDEN, "unauthorized_client"),
+        Ok(_) => {
+            return errors::answer_as(StatusCode::FORBIDDEN, OAuthError::UnauthorizedClient, None);
+        }
         Err(refused) => return refused.into_plain_response(),
     }
     let token = form.as_deref().map(|f| single(f, "token"));
     let Some(Ok(Some(token))) = token else {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
+        return errors::answer(OAuthError::InvalidRequest, None);
     };
     let token = token.to_owned();
     let answer = match state.auth.guard.introspect(&token).await {

@@ -5,20 +5,20 @@
 
 use std::net::IpAddr;
 
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, header};
 use axum::response::{IntoResponse, Response};
 use base64::Engine as _;
-use serde::Serialize;
-use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::AppState;
+use crate::auth::oauth::OAuthError;
 use crate::error::Error;
 use crate::model::Client;
 
 mod authorize;
 mod discovery;
 mod end_session;
+pub(crate) mod errors;
 mod introspect;
 mod register;
 mod revoke;
@@ -37,28 +37,6 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(register::router())
 }
 
-/// RFC 6749 §5.2's error answer.
-#[derive(Serialize, ToSchema)]
-pub(crate) struct OAuthError {
-    #[schema(example = "invalid_client")]
-    pub error: &'static str,
-}
-
-pub(crate) fn oauth_error(status: StatusCode, error: &'static str) -> Response {
-    (status, axum::Json(OAuthError { error })).into_response()
-}
-
-pub(crate) fn invalid_client() -> Response {
-    (
-        StatusCode::UNAUTHORIZED,
-        [(header::WWW_AUTHENTICATE, r#"Basic realm="gatehouse""#)],
-        axum::Json(OAuthError {
-            error: "invalid_client",
-        }),
-    )
-        .into_response()
-}
-
 /// Why a client was not accepted at an endpoint that takes client authentication.
 pub(crate) enum ClientRefused {
     /// Wrong or missing credentials, or a confidential client naming itself without its secret:
@@ -74,16 +52,11 @@ impl ClientRefused {
     /// The plain OAuth answer of introspection and revocation: `{"error": …}`, no description.
     pub(crate) fn into_plain_response(self) -> Response {
         match self {
-            ClientRefused::Invalid(_) => invalid_client(),
-            ClientRefused::Ambiguous => oauth_error(StatusCode::BAD_REQUEST, "invalid_request"),
-            ClientRefused::Failed(Error::RateLimited { retry_after }) => (
-                StatusCode::TOO_MANY_REQUESTS,
-                [(header::RETRY_AFTER, retry_after.to_string())],
-                axum::Json(OAuthError {
-                    error: "rate_limited",
-                }),
-            )
-                .into_response(),
+            ClientRefused::Invalid(_) => errors::answer(OAuthError::InvalidClient, None),
+            ClientRefused::Ambiguous => errors::answer(OAuthError::InvalidRequest, None),
+            ClientRefused::Failed(Error::RateLimited { retry_after }) => {
+                errors::rate_limited(retry_after, None)
+            }
             ClientRefused::Failed(error) => error.into_response(),
         }
     }

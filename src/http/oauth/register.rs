@@ -5,16 +5,16 @@ use std::net::SocketAddr;
 
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::token::{TokenError, failed};
+use super::errors::{self, OAuthErrorBody, failed, no_store};
 use crate::auth::ClientMetadata;
-use crate::auth::oauth::OAuthFailure;
+use crate::auth::oauth::{OAuthError, OAuthFailure};
 use crate::http::AppState;
 use crate::http::extract::{bearer_token, client_ip};
 
@@ -52,28 +52,8 @@ struct RegisteredClient {
     id_token_signed_response_alg: &'static str,
 }
 
-fn no_store(status: StatusCode, body: impl Serialize) -> Response {
-    let mut response = (status, axum::Json(body)).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    response
-}
-
-fn refusal(error: &'static str, description: String) -> Response {
-    let status = if error == "invalid_token" {
-        StatusCode::UNAUTHORIZED
-    } else {
-        StatusCode::BAD_REQUEST
-    };
-    let mut response = no_store(status, TokenError::new(error, Some(description)));
-    if status == StatusCode::UNAUTHORIZED {
-        response.headers_mut().insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static(r#"Bearer error="invalid_token""#),
-        );
-    }
-    response
+fn refusal(error: OAuthError, description: String) -> Response {
+    errors::answer(error, Some(description))
 }
 
 /// Register a client (RFC 7591).
@@ -90,10 +70,10 @@ fn refusal(error: &'static str, description: String) -> Response {
         description = r#"{"client_name": "Agent", "redirect_uris": ["http://127.0.0.1:33418/callback"], "token_endpoint_auth_method": "none"}"#),
     responses(
         (status = 201, description = "The client", body = RegisteredClient),
-        (status = 400, description = "invalid_redirect_uri, invalid_client_metadata", body = TokenError),
-        (status = 401, description = "invalid_token: the initial access token is missing, unknown, expired or used", body = TokenError),
+        (status = 400, description = "invalid_redirect_uri, invalid_client_metadata", body = OAuthErrorBody),
+        (status = 401, description = "invalid_token: the initial access token is missing, unknown, expired or used", body = OAuthErrorBody),
         (status = 404, description = "Registration (or the OpenID provider) is off"),
-        (status = 429, description = "Too many registrations from this address", body = TokenError)))]
+        (status = 429, description = "Too many registrations from this address", body = OAuthErrorBody)))]
 async fn register(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -114,7 +94,7 @@ async fn register(
         .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
     if !json {
         return refusal(
-            "invalid_client_metadata",
+            OAuthError::InvalidClientMetadata,
             "the body must be application/json client metadata".into(),
         );
     }
@@ -122,7 +102,7 @@ async fn register(
         Ok(meta) => meta,
         Err(_) => {
             return refusal(
-                "invalid_client_metadata",
+                OAuthError::InvalidClientMetadata,
                 "the body is not a JSON object of client metadata with the right types".into(),
             );
         }

@@ -10,7 +10,9 @@ use axum::response::{IntoResponse, Response};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use super::{OAuthError, calling_client, form_parameters, oauth_error, single};
+use super::errors::{self, OAuthErrorBody};
+use super::{calling_client, form_parameters, single};
+use crate::auth::oauth::OAuthError;
 use crate::http::AppState;
 use crate::http::extract::client_ip;
 
@@ -30,9 +32,9 @@ pub fn router() -> OpenApiRouter<AppState> {
         description = "token=…[&token_type_hint=refresh_token|access_token]"),
     responses(
         (status = 200, description = "Revoked, or nothing to revoke"),
-        (status = 400, description = "No token, not a form, or two ways of client authentication", body = OAuthError),
-        (status = 401, description = "Bad client credentials", body = OAuthError),
-        (status = 429, description = "Too many wrong client credentials from this address", body = OAuthError)))]
+        (status = 400, description = "No token, not a form, or two ways of client authentication", body = OAuthErrorBody),
+        (status = 401, description = "Bad client credentials", body = OAuthErrorBody),
+        (status = 429, description = "Too many wrong client credentials from this address", body = OAuthErrorBody)))]
 async fn revoke(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -47,7 +49,7 @@ async fn revoke(
     };
     let token = form.as_deref().map(|f| single(f, "token"));
     let Some(Ok(Some(token))) = token else {
-        return oauth_error(StatusCode::BAD_REQUEST, "invalid_request");
+        return errors::answer(OAuthError::InvalidRequest, None);
     };
     match state.auth.logouts.revoke(&client, token).await {
         Ok(_) => (StatusCode::OK, [(header::CACHE_CONTROL, "no-store")]).into_response(),

@@ -6,16 +6,16 @@ use std::net::SocketAddr;
 
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
+use super::errors::{self, OAuthErrorBody, failed, no_store};
 use super::{ClientRefused, calling_client, form_parameters, single};
-use crate::auth::oauth::{OAuthFailure, TokenRequest};
-use crate::error::Error;
+use crate::auth::oauth::{OAuthError, OAuthFailure, TokenRequest};
 use crate::http::AppState;
 use crate::http::extract::{Client as Caller, client_ip};
 
@@ -42,88 +42,9 @@ struct TokenAnswer {
     refresh_token: Option<String>,
 }
 
-/// RFC 6749 §5.2.
-#[derive(Serialize, ToSchema)]
-pub(crate) struct TokenError {
-    #[schema(example = "invalid_grant")]
-    error: &'static str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error_description: Option<String>,
-}
-
-impl TokenError {
-    pub(crate) fn new(error: &'static str, error_description: Option<String>) -> Self {
-        TokenError {
-            error,
-            error_description,
-        }
-    }
-}
-
-/// An OAuth answer that no cache may keep (RFC 6749 §5.1).
-fn no_store(status: StatusCode, body: impl Serialize, challenge: Option<&'static str>) -> Response {
-    let mut response = (status, axum::Json(body)).into_response();
-    let headers = response.headers_mut();
-    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(header::PRAGMA, HeaderValue::from_static("no-cache"));
-    if let Some(challenge) = challenge {
-        headers.insert(
-            header::WWW_AUTHENTICATE,
-            HeaderValue::from_static(challenge),
-        );
-    }
-    response
-}
-
-pub(crate) fn refusal(error: &'static str, description: impl Into<String>) -> Response {
-    let status = match error {
-        "invalid_client" => StatusCode::UNAUTHORIZED,
-        _ => StatusCode::BAD_REQUEST,
-    };
-    let challenge = (error == "invalid_client").then_some(r#"Basic realm="gatehouse""#);
-    no_store(
-        status,
-        TokenError {
-            error,
-            error_description: Some(description.into()),
-        },
-        challenge,
-    )
-}
-
-/// A failure that is not the client's: the status it has everywhere, in OAuth's form.
-pub(crate) fn failed(error: Error) -> Response {
-    let status = match &error {
-        Error::RateLimited { retry_after } | Error::Overloaded { retry_after } => {
-            let mut response = no_store(
-                StatusCode::TOO_MANY_REQUESTS,
-                TokenError {
-                    error: "rate_limited",
-                    error_description: Some("too many attempts: try again later".into()),
-                },
-                None,
-            );
-            if let Ok(value) = HeaderValue::from_str(&retry_after.to_string()) {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
-            return response;
-        }
-        Error::NotFound => return error.into_response(),
-        _ => error.into_response().status(),
-    };
-    let code = if status == StatusCode::SERVICE_UNAVAILABLE {
-        "temporarily_unavailable"
-    } else {
-        "server_error"
-    };
-    no_store(
-        status,
-        TokenError {
-            error: code,
-            error_description: None,
-        },
-        None,
-    )
+/// A refusal of the client's request, described.
+fn refusal(error: OAuthError, description: impl Into<String>) -> Response {
+    errors::answer(error, Some(description.into()))
 }
 
 /// Exchange a grant for tokens (RFC 6749 §3.2; OpenID Connect Core §3.1.3).
@@ -138,10 +59,10 @@ pub(crate) fn failed(error: Error) -> Response {
         description = "grant_type=authorization_code&code=…&redirect_uri=…&code_verifier=…"),
     responses(
         (status = 200, description = "The tokens", body = TokenAnswer),
-        (status = 400, description = "invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type, invalid_scope", body = TokenError),
-        (status = 401, description = "invalid_client, with WWW-Authenticate: Basic", body = TokenError),
+        (status = 400, description = "invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type, invalid_scope", body = OAuthErrorBody),
+        (status = 401, description = "invalid_client, with WWW-Authenticate: Basic", body = OAuthErrorBody),
         (status = 404, description = "The OpenID provider is off"),
-        (status = 429, description = "Too many wrong client credentials from this address", body = TokenError)))]
+        (status = 429, description = "Too many wrong client credentials from this address", body = OAuthErrorBody)))]
 async fn token(
     State(state): State<AppState>,
     ConnectInfo(peer): ConnectInfo<SocketAddr>,
@@ -154,17 +75,17 @@ async fn token(
     }
     let Some(form) = form_parameters(&headers, &body) else {
         return refusal(
-            "invalid_request",
+            OAuthError::InvalidRequest,
             "the body must be application/x-www-form-urlencoded",
         );
     };
     let ip = client_ip(peer.ip(), &headers, &state.trusted_proxies);
     let client = match calling_client(&state, &headers, Some(&form), ip, true).await {
         Ok(client) => client,
-        Err(ClientRefused::Invalid(why)) => return refusal("invalid_client", why),
+        Err(ClientRefused::Invalid(why)) => return refusal(OAuthError::InvalidClient, why),
         Err(ClientRefused::Ambiguous) => {
             return refusal(
-                "invalid_request",
+                OAuthError::InvalidRequest,
                 "the client authenticated by more than one method, or a parameter was repeated",
             );
         }
@@ -183,7 +104,7 @@ async fn token(
         })
     })();
     let Ok(request) = request else {
-        return refusal("invalid_request", "a parameter was repeated");
+        return refusal(OAuthError::InvalidRequest, "a parameter was repeated");
     };
     match state.auth.oauth.token(&client, &request, &from).await {
         Ok(answer) => no_store(
@@ -196,7 +117,6 @@ async fn token(
                 id_token: answer.id_token,
                 refresh_token: answer.refresh_token,
             },
-            None,
         ),
         Err(OAuthFailure::Refused { error, description }) => refusal(error, description),
         Err(OAuthFailure::Failed(error)) => failed(error),

@@ -9,7 +9,8 @@ use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::auth::oauth::UserInfoError;
+use super::errors::{self, Bearer, OAuthErrorBody};
+use crate::auth::oauth::{OAuthError, UserInfoError, scopes};
 use crate::http::AppState;
 use crate::http::extract::bearer_token;
 
@@ -34,26 +35,22 @@ struct UserInfoAnswer {
     roles: Option<Vec<String>>,
 }
 
-#[derive(Serialize, ToSchema)]
-struct BearerError {
-    #[schema(example = "invalid_token")]
-    error: &'static str,
-}
-
-fn bearer_refusal(
-    status: StatusCode,
-    challenge: &'static str,
-    error: Option<&'static str>,
-) -> Response {
+/// RFC 6750 §3: the challenge, and the error in the body where there is one (OpenID Connect Core
+/// §5.3.3).
+fn bearer_refusal(error: Option<OAuthError>, scope: Option<&str>) -> Response {
+    let challenge = Bearer {
+        realm: true,
+        error,
+        scope,
+        ..Bearer::default()
+    }
+    .challenge();
     let mut response = match error {
-        Some(error) => (status, axum::Json(BearerError { error })).into_response(),
-        None => status.into_response(),
+        Some(error) => errors::answer(error, None),
+        None => StatusCode::UNAUTHORIZED.into_response(),
     };
     let headers = response.headers_mut();
-    headers.insert(
-        header::WWW_AUTHENTICATE,
-        HeaderValue::from_static(challenge),
-    );
+    headers.insert(header::WWW_AUTHENTICATE, challenge);
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
@@ -63,11 +60,7 @@ async fn answer(state: AppState, headers: HeaderMap) -> Response {
         return error.into_response();
     }
     let Some(token) = bearer_token(&headers) else {
-        return bearer_refusal(
-            StatusCode::UNAUTHORIZED,
-            r#"Bearer realm="gatehouse""#,
-            None,
-        );
+        return bearer_refusal(None, None);
     };
     match state.auth.oauth.userinfo(token).await {
         Ok(info) => {
@@ -77,17 +70,11 @@ async fn answer(state: AppState, headers: HeaderMap) -> Response {
                 .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
             response
         }
-        Err(UserInfoError::InvalidToken) => bearer_refusal(
-            StatusCode::UNAUTHORIZED,
-            r#"Bearer realm="gatehouse", error="invalid_token""#,
-            Some("invalid_token"),
-        ),
-        Err(UserInfoError::InsufficientScope) => bearer_refusal(
-            StatusCode::FORBIDDEN,
-            r#"Bearer realm="gatehouse", error="insufficient_scope", scope="openid""#,
-            Some("insufficient_scope"),
-        ),
-        Err(UserInfoError::Failed(error)) => super::token::failed(error),
+        Err(UserInfoError::InvalidToken) => bearer_refusal(Some(OAuthError::InvalidToken), None),
+        Err(UserInfoError::InsufficientScope) => {
+            bearer_refusal(Some(OAuthError::InsufficientScope), Some(scopes::OPENID))
+        }
+        Err(UserInfoError::Failed(error)) => errors::failed(error),
     }
 }
 
@@ -99,8 +86,8 @@ async fn answer(state: AppState, headers: HeaderMap) -> Response {
 #[utoipa::path(get, path = "/oauth2/userinfo", tag = "oauth", security(("bearer" = [])),
     responses(
         (status = 200, description = "The claims", body = UserInfoAnswer),
-        (status = 401, description = "No token, or an invalid one", body = BearerError),
-        (status = 403, description = "The token lacks the openid scope", body = BearerError),
+        (status = 401, description = "No token, or an invalid one", body = OAuthErrorBody),
+        (status = 403, description = "The token lacks the openid scope", body = OAuthErrorBody),
         (status = 404, description = "The OpenID provider is off")))]
 async fn userinfo_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
     answer(state, headers).await
@@ -110,8 +97,8 @@ async fn userinfo_get(State(state): State<AppState>, headers: HeaderMap) -> Resp
 #[utoipa::path(post, path = "/oauth2/userinfo", tag = "oauth", security(("bearer" = [])),
     responses(
         (status = 200, description = "The claims", body = UserInfoAnswer),
-        (status = 401, description = "No token, or an invalid one", body = BearerError),
-        (status = 403, description = "The token lacks the openid scope", body = BearerError),
+        (status = 401, description = "No token, or an invalid one", body = OAuthErrorBody),
+        (status = 403, description = "The token lacks the openid scope", body = OAuthErrorBody),
         (status = 404, description = "The OpenID provider is off")))]
 async fn userinfo_post(State(state): State<AppState>, headers: HeaderMap) -> Response {
     answer(state, headers).await
