@@ -146,7 +146,6 @@ async fn forward_auth_and_introspection_describe_the_keys_owner(backend: Backend
 
     // Through the nginx recipe (when nginx is here): the upstream sees the owner and the key.
     if !installed(Kind::Nginx) {
-        eprintln!("nginx not installed: the recipe check is skipped");
         return;
     }
     let (_, key) = new_key(&app, &token, json!({ "name": "via nginx" })).await;

@@ -13,6 +13,7 @@ pub mod browse;
 pub mod hostile;
 
 use std::io::BufRead as _;
+use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, Stdio};
 
 use gatehouse::federation::ProviderConfig;
@@ -80,8 +81,7 @@ pub struct Upstream {
 
 impl Drop for Upstream {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::helpers::kill_group(&mut self.child);
     }
 }
 
@@ -114,6 +114,7 @@ impl Upstream {
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(stderr.reopen().unwrap())
+                .process_group(0)
                 .spawn()
                 .expect("node runs");
             let stdout = child.stdout.take().unwrap();
@@ -129,11 +130,10 @@ impl Upstream {
             match tokio::time::timeout(START_WAIT, reading).await {
                 Ok(read) => break (child, read.unwrap().unwrap_or_default(), stderr),
                 Err(_) if attempt < 3 => {
-                    let _ = child.kill();
-                    let _ = child.wait();
+                    crate::helpers::kill_group(&mut child);
                 }
                 Err(_) => {
-                    let _ = child.kill();
+                    crate::helpers::kill_group(&mut child);
                     panic!(
                         "upstream-idp.mjs printed nothing in {START_WAIT:?}, {attempt} times:\n{}",
                         std::fs::read_to_string(stderr.path()).unwrap_or_default()

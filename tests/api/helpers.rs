@@ -491,7 +491,14 @@ pub fn installed_or_skipped(missing: &[&str], test: &str) -> bool {
         "{} needed in CI (.ci/run installs it)",
         missing.join(" and ")
     );
-    eprintln!("{} not installed: skipping {test}", missing.join(" and "));
+    // Past the test harness's capture (which keeps a passing test's eprintln! to itself), so the
+    // skip shows in the run's output.
+    use std::io::Write as _;
+    let _ = writeln!(
+        std::io::stderr(),
+        "SKIPPED {test}: {} not installed",
+        missing.join(" and ")
+    );
     false
 }
 
@@ -787,6 +794,17 @@ impl Drop for Instance {
             .status();
         let _ = self.child.wait();
     }
+}
+
+/// Ends a program a test started in a process group of its own (`process_group(0)`: a proxy,
+/// Apache, a Node or Python server) with everything it started: nginx's and Apache's workers
+/// outlive a master killed alone, and keep listening.
+pub fn kill_group(child: &mut std::process::Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .status();
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 pub fn run(command: &mut Command, stdin: Option<&str>) -> Output {

@@ -5,6 +5,7 @@
 //! `CI` is set (`.ci/run` installs both).
 
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -53,8 +54,7 @@ pub(crate) struct Proxy {
 
 impl Drop for Proxy {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::helpers::kill_group(&mut self.child);
     }
 }
 
@@ -107,6 +107,7 @@ impl Proxy {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("the proxy starts");
         let proxy = Proxy {

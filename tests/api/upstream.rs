@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 use std::io::BufRead as _;
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -74,8 +75,7 @@ enum Record {
 impl Drop for Upstream {
     fn drop(&mut self) {
         if let Record::Wsgi { child, .. } = &mut self.record {
-            let _ = child.kill();
-            let _ = child.wait();
+            crate::helpers::kill_group(child);
         }
     }
 }
@@ -172,6 +172,7 @@ impl Upstream {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("python3 runs");
         let mut line = String::new();

@@ -5,6 +5,7 @@
 //! third (`login.example.test`), all mapped to 127.0.0.1 by Chromium's `--host-resolver-rules`.
 
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -85,8 +86,7 @@ struct Proxy {
 
 impl Drop for Proxy {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::helpers::kill_group(&mut self.child);
     }
 }
 
@@ -135,6 +135,7 @@ impl Proxy {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("the proxy starts");
         let proxy = Proxy { child, _dir: dir };

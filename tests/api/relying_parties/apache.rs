@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
+use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -99,8 +100,7 @@ struct Apache {
 
 impl Drop for Apache {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::helpers::kill_group(&mut self.child);
     }
 }
 
@@ -183,6 +183,7 @@ impl Apache {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .expect("apache2 starts");
         let apache = Apache { child, dir };

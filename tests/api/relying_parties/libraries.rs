@@ -9,6 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::net::TcpStream;
+use std::os::unix::process::CommandExt as _;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -272,8 +273,7 @@ impl Drop for RelyingParty<'_> {
         if std::thread::panicking() {
             eprintln!("--- the relying party printed:\n{}", self.printed());
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        crate::helpers::kill_group(&mut self.child);
     }
 }
 
@@ -322,6 +322,7 @@ impl<'c> RelyingParty<'c> {
             .envs(env.iter().copied())
             .stdout(Stdio::null())
             .stderr(log.reopen().unwrap())
+            .process_group(0)
             .spawn()
             .unwrap_or_else(|e| panic!("{program} {script}: {e}"));
         let mut site = RelyingParty {
