@@ -9,7 +9,6 @@
 //! `RETRY_MAX`; after `GIVE_UP_AFTER` the notice is dropped. Nothing here runs in a request: the
 //! call that ended a session never waits for a client.
 
-use std::net::IpAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -229,16 +228,10 @@ fn backoff(attempts: i64) -> Duration {
 /// before a rule changed.
 fn callable(uri: &str) -> Result<url::Url, String> {
     let url = url::Url::parse(uri).map_err(|_| "not a URL".to_owned())?;
-    let loopback = match url.host() {
-        Some(url::Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
-        Some(url::Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
-        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
-        None => false,
-    };
-    match url.scheme() {
-        "https" => Ok(url),
-        "http" if loopback => Ok(url),
-        _ => Err("only https, or http on loopback, is called".to_owned()),
+    if crate::addresses::https_or_loopback(&url) {
+        Ok(url)
+    } else {
+        Err("only https, or http on loopback, is called".to_owned())
     }
 }
 

@@ -13,16 +13,18 @@
 //! - at most `IN_FLIGHT` fetches at once on an instance, so that slow servers cannot hold its
 //!   connections.
 //!
-//! `GATEHOUSE_OAUTH_CLIENT_METADATA_INSECURE_LOOPBACK=on` (tests only) also allows http, and
-//! loopback addresses, and nothing else.
+//! The tests' switch (`SettingsArgs::oauth_client_metadata_insecure_loopback`, set in code, never
+//! by an operator) also allows http, and loopback addresses, and nothing else.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use tokio::sync::Semaphore;
 use url::{Host, Url};
+
+use crate::addresses;
 
 /// The whole exchange, from connecting to the last byte.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(5);
@@ -87,15 +89,12 @@ impl Fetcher {
         if !url.username().is_empty() || url.password().is_some() {
             return Err("the URL must not carry a user name or password".into());
         }
-        let loopback_host = match url.host() {
-            Some(Host::Ipv4(ip)) => ip.is_loopback(),
-            Some(Host::Ipv6(ip)) => ip.is_loopback(),
-            Some(Host::Domain(name)) => name == "localhost",
-            None => return Err("the URL has no host".into()),
-        };
+        if url.host().is_none() {
+            return Err("the URL has no host".into());
+        }
         match url.scheme() {
             "https" => {}
-            "http" if self.insecure_loopback && loopback_host => {}
+            "http" if self.insecure_loopback && addresses::is_loopback(url) => {}
             _ => return Err("the URL must be https".into()),
         }
         // An address in the URL is connected to without resolving: check it here.
@@ -245,68 +244,10 @@ impl Resolve for PublicOnly {
 
 /// Whether the fetcher may connect to `ip`: a public unicast address, or loopback when allowed.
 pub fn allowed(ip: IpAddr, loopback_too: bool) -> bool {
-    let loopback = match ip {
-        IpAddr::V4(v4) => v4.is_loopback(),
-        IpAddr::V6(v6) => {
-            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
-        }
-    };
-    if loopback {
+    if addresses::is_loopback_ip(ip) {
         return loopback_too;
     }
-    is_public(ip)
-}
-
-/// A globally routable unicast address (IANA special-purpose registries, both families).
-pub fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => is_public_v4(v4),
-        IpAddr::V6(v6) => is_public_v6(v6),
-    }
-}
-
-fn is_public_v4(ip: Ipv4Addr) -> bool {
-    let [a, b, c, _] = ip.octets();
-    !(a == 0 // "this network", 0.0.0.0
-        || a == 10
-        || a == 127
-        || (a == 100 && (64..128).contains(&b)) // CGNAT 100.64/10
-        || (a == 169 && b == 254) // link-local (cloud metadata services live here)
-        || (a == 172 && (16..32).contains(&b))
-        || (a == 192 && b == 168)
-        || (a == 192 && b == 0 && c == 0) // IETF protocol assignments
-        || (a == 192 && b == 0 && c == 2) // documentation
-        || (a == 192 && b == 88 && c == 99) // 6to4 relay anycast
-        || (a == 198 && (18..20).contains(&b)) // benchmarking
-        || (a == 198 && b == 51 && c == 100)
-        || (a == 203 && b == 0 && c == 113)
-        || a >= 224) // multicast, reserved, broadcast
-}
-
-fn is_public_v6(ip: Ipv6Addr) -> bool {
-    let s = ip.segments();
-    // IPv4 carried in IPv6: judged by the IPv4 address it names.
-    if let Some(v4) = ip.to_ipv4_mapped() {
-        return is_public_v4(v4);
-    }
-    let embedded = |hi: u16, lo: u16| Ipv4Addr::from((u32::from(hi) << 16) | u32::from(lo));
-    if s[0] == 0x64 && s[1] == 0xff9b && s[2..6] == [0, 0, 0, 0] {
-        return is_public_v4(embedded(s[6], s[7])); // NAT64 64:ff9b::/96
-    }
-    if s[0] == 0x2002 {
-        return is_public_v4(embedded(s[1], s[2])); // 6to4
-    }
-    !(ip.is_unspecified()
-        || ip.is_loopback()
-        || s[0..6] == [0, 0, 0, 0, 0, 0] // IPv4-compatible (deprecated)
-        || (s[0] == 0x64 && s[1] == 0xff9b && s[2] == 1) // local-use NAT64 64:ff9b:1::/48
-        || (s[0] == 0x100 && s[1..4] == [0, 0, 0]) // discard-only 100::/64
-        || (s[0] == 0x2001 && s[1] < 0x200) // IETF protocol assignments, Teredo (2001::/23)
-        || (s[0] == 0x2001 && s[1] == 0xdb8) // documentation
-        || (s[0] & 0xfe00) == 0xfc00 // unique-local fc00::/7
-        || (s[0] & 0xffc0) == 0xfe80 // link-local fe80::/10
-        || (s[0] & 0xffc0) == 0xfec0 // site-local (deprecated) fec0::/10
-        || (s[0] & 0xff00) == 0xff00) // multicast
+    addresses::is_public(ip)
 }
 
 #[cfg(test)]
@@ -315,61 +256,6 @@ mod tests {
 
     fn ip(text: &str) -> IpAddr {
         text.parse().unwrap()
-    }
-
-    #[test]
-    fn only_public_addresses() {
-        for public in [
-            "93.184.215.14",
-            "8.8.8.8",
-            "2606:4700::1111",
-            "2a00:1450::1",
-        ] {
-            assert!(allowed(ip(public), false), "{public}");
-        }
-        for private in [
-            "0.0.0.0",
-            "10.0.0.1",
-            "127.0.0.1",
-            "127.1.2.3",
-            "100.64.0.1",
-            "100.127.255.254",
-            "169.254.169.254",
-            "172.16.0.1",
-            "172.31.255.255",
-            "192.168.1.1",
-            "192.0.0.8",
-            "192.0.2.1",
-            "198.18.0.1",
-            "198.51.100.7",
-            "203.0.113.9",
-            "224.0.0.1",
-            "239.255.255.250",
-            "240.0.0.1",
-            "255.255.255.255",
-            "::",
-            "::1",
-            "::ffff:127.0.0.1",
-            "::ffff:10.0.0.1",
-            "::ffff:169.254.169.254",
-            "::127.0.0.1",
-            "64:ff9b::a00:1",
-            "64:ff9b:1::1",
-            "2002:a00:1::1",
-            "2001::1",
-            "2001:db8::1",
-            "fc00::1",
-            "fd12:3456::1",
-            "fe80::1",
-            "fec0::1",
-            "ff02::1",
-            "100::1",
-        ] {
-            assert!(!allowed(ip(private), false), "{private}");
-        }
-        // Public IPv4 in IPv6 forms stays public.
-        assert!(allowed(ip("::ffff:8.8.8.8"), false));
-        assert!(allowed(ip("64:ff9b::808:808"), false));
     }
 
     #[test]

@@ -9,6 +9,7 @@
 // `deny`, not `forbid`: `memory` holds the one audited exception (glibc's `malloc_trim`).
 #![deny(unsafe_code)]
 
+mod addresses;
 mod app;
 mod auth;
 mod authz;

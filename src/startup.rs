@@ -49,7 +49,7 @@ fn insecure_origin(origin: &str) -> bool {
     let Ok(url) = url::Url::parse(origin) else {
         return false;
     };
-    let local = crate::config::is_loopback(&url)
+    let local = crate::addresses::is_loopback(&url)
         || url.host_str().is_some_and(|h| h.ends_with(".localhost"));
     url.scheme() == "http" && !local
 }

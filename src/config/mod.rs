@@ -13,7 +13,6 @@ mod browser;
 mod mail;
 mod oauth;
 mod providers;
-pub(crate) use providers::is_loopback;
 pub mod resources;
 mod return_urls;
 mod source;
@@ -149,7 +148,6 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "smtp_ca_file",
     "oauth_registration",
     "oauth_client_metadata_documents",
-    "oauth_client_metadata_insecure_loopback",
 ];
 
 impl Settings {

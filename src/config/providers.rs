@@ -2,13 +2,13 @@
 //! OpenID providers people may sign in through. Read and checked whole at start: a bad file stops
 //! the start with one line naming the provider, so a typo never runs as a half-configured provider.
 
-use std::net::IpAddr;
 use std::path::Path;
 
 use secrecy::SecretString;
 use serde::Deserialize;
-use url::{Host, Url};
+use url::Url;
 
+use crate::addresses;
 use crate::federation::ProviderConfig;
 
 #[derive(Deserialize)]
@@ -155,21 +155,11 @@ fn issuer(value: Option<&str>) -> Result<Url, String> {
     }
     match url.scheme() {
         "https" => Ok(url),
-        "http" if is_loopback(&url) => Ok(url),
+        "http" if addresses::is_loopback(&url) => Ok(url),
         "http" => Err(format!(
             "issuer {value:?} must be https (http only on a loopback address)"
         )),
         _ => Err(format!("issuer {value:?} must be an https URL")),
-    }
-}
-
-/// 127.0.0.0/8, ::1 or `localhost`.
-pub(crate) fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(Host::Ipv4(ip)) => IpAddr::V4(ip).is_loopback(),
-        Some(Host::Ipv6(ip)) => IpAddr::V6(ip).is_loopback(),
-        Some(Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
-        None => false,
     }
 }
 

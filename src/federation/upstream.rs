@@ -12,7 +12,7 @@ use url::Url;
 
 use super::id_token::{self, Key};
 use super::{ProviderConfig, UpstreamError};
-use crate::config::is_loopback;
+use crate::addresses::is_loopback;
 
 /// One exchange with a provider, from connecting to the last byte.
 pub(super) const EXCHANGE_TIMEOUT: Duration = Duration::from_secs(5);

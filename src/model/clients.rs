@@ -149,12 +149,12 @@ impl Client {
     /// Whether `uri` is one of the client's redirect URIs: exactly (RFC 9700 §4.1.3), or a
     /// registered loopback `http://127.0.0.1` / `http://[::1]` URI on another port (RFC 8252 §7.3).
     pub fn allows_redirect(&self, uri: &str) -> bool {
-        super::redirect::allows(&self.redirect_uris, uri)
+        crate::addresses::redirect::allows(&self.redirect_uris, uri)
     }
 
     /// Whether `uri` is one of the client's post-logout redirect URIs (same rules).
     pub fn allows_post_logout_redirect(&self, uri: &str) -> bool {
-        super::redirect::allows(&self.post_logout_redirect_uris, uri)
+        crate::addresses::redirect::allows(&self.post_logout_redirect_uris, uri)
     }
 
     pub fn has_grant(&self, grant: GrantType) -> bool {

@@ -12,7 +12,6 @@ pub mod mail;
 pub mod oauth;
 pub mod orgs;
 pub mod passkeys;
-pub mod redirect;
 pub mod resources;
 pub mod sessions;
 pub mod users;

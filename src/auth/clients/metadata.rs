@@ -4,12 +4,12 @@
 //! grant (and refresh) only, scopes bounded by what the provider supports.
 
 use serde::Deserialize;
-use url::{Host, Url};
+use url::Url;
 
 use super::spec::NewClient;
+use crate::addresses::{self, redirect, redirect::UriUse};
 use crate::auth::oauth::OAuthError;
 use crate::model::Catalog;
-use crate::model::redirect::{self, UriUse};
 
 /// The fields Gatehouse reads; others are ignored (RFC 7591 §2: a server may ignore any).
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -181,20 +181,13 @@ fn check_uri(uri: &str) -> Result<(), MetadataRefused> {
     redirect::check(uri, UriUse::Browser)
         .map_err(|why| redirect_error(format!("{:?} {why}", shown(uri))))?;
     let url = Url::parse(uri).map_err(|_| redirect_error("not an absolute URI"))?;
-    let loopback = match url.host() {
-        Some(Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(Host::Ipv6(ip)) => ip.is_loopback(),
-        Some(Host::Domain(name)) => name == "localhost",
-        None => false,
-    };
-    match url.scheme() {
-        "https" => Ok(()),
-        "http" if loopback => Ok(()),
-        _ => Err(redirect_error(format!(
+    if !addresses::https_or_loopback(&url) {
+        return Err(redirect_error(format!(
             "{:?} must be https, or http on a loopback address",
             shown(uri)
-        ))),
+        )));
     }
+    Ok(())
 }
 
 fn shown(text: &str) -> String {

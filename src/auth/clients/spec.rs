@@ -3,10 +3,10 @@
 //! `VALIDATION_ERROR` naming every bad field by its API name (the CLI names its flag instead).
 
 use super::names::check_name;
+use crate::addresses::redirect::{self, UriUse};
 use crate::auth::oauth::scopes;
 use crate::crypto::SigningAlg;
 use crate::error::{Result, Validator};
-use crate::model::redirect::{self, UriUse};
 use crate::model::resources::Catalog;
 use crate::model::{Client, ClientType, GrantType};
 use uuid::Uuid;
