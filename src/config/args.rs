@@ -208,14 +208,12 @@ pub struct SettingsArgs {
         value_name = "on|off"
     )]
     pub oauth_client_metadata_documents: Option<String>,
-    /// For tests only: metadata documents may also be fetched over http from loopback addresses
-    /// [default: off]
-    #[arg(
-        long,
-        env = "GATEHOUSE_OAUTH_CLIENT_METADATA_INSECURE_LOOPBACK",
-        value_name = "on|off"
-    )]
-    pub oauth_client_metadata_insecure_loopback: Option<String>,
+    /// Not a setting but the tests' switch, set in code and never from a flag, the environment or
+    /// the file: metadata documents may also be fetched over http from loopback, where the tests
+    /// serve them. An operator has no way to turn the fetch's address rules off.
+    #[arg(skip)]
+    #[doc(hidden)]
+    pub oauth_client_metadata_insecure_loopback: bool,
 }
 
 /// The settings every command reads: where the data is and how to log. The others are the

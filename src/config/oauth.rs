@@ -21,8 +21,8 @@ pub struct ClientRegistration {
     pub mode: RegistrationMode,
     /// `GATEHOUSE_OAUTH_CLIENT_METADATA_DOCUMENTS=on`: an https `client_id` is fetched.
     pub metadata_documents: bool,
-    /// `GATEHOUSE_OAUTH_CLIENT_METADATA_INSECURE_LOOPBACK=on` (tests only): documents may also be
-    /// fetched over http from a loopback address.
+    /// The tests' switch (`SettingsArgs::oauth_client_metadata_insecure_loopback`, in code
+    /// only): documents may also be fetched over http from a loopback address.
     pub insecure_loopback: bool,
 }
 
@@ -45,11 +45,6 @@ pub(super) fn resolve(
             "off",
             ("on", "off"),
         )?,
-        insecure_loopback: src.choice(
-            "oauth_client_metadata_insecure_loopback",
-            &args.oauth_client_metadata_insecure_loopback,
-            "off",
-            ("on", "off"),
-        )?,
+        insecure_loopback: args.oauth_client_metadata_insecure_loopback,
     })
 }

@@ -109,9 +109,7 @@ async fn serve_documents() -> Documents {
 fn documents_on(insecure_loopback: bool) -> SettingsArgs {
     SettingsArgs {
         oauth_client_metadata_documents: Some("on".into()),
-        oauth_client_metadata_insecure_loopback: Some(
-            if insecure_loopback { "on" } else { "off" }.into(),
-        ),
+        oauth_client_metadata_insecure_loopback: insecure_loopback,
         ..SettingsArgs::default()
     }
 }

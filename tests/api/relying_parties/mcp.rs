@@ -51,7 +51,7 @@ async fn run_mcp_client(backend: Backend, registration: Registration) -> String 
         },
         Registration::MetadataDocument => SettingsArgs {
             oauth_client_metadata_documents: on(),
-            oauth_client_metadata_insecure_loopback: on(),
+            oauth_client_metadata_insecure_loopback: true,
             ..settings
         },
     };
