@@ -1,21 +1,13 @@
-//! The token endpoint's grants (docs/api.md §11, RFC 6749 §4.1.3, §6, §4.4): a code exchanged for
-//! a session of the client's own, its refresh by §2's rotation, and a client's token for itself.
+//! The token endpoint's grants (docs/api.md §11, RFC 6749 §4.1.3, §6, §4.4): which grant a request
+//! asks for, the refresh of a client's session by §2's rotation, a client's token for itself, and
+//! the tokens every grant answers with. The code exchange is `code_exchange`.
 
-use uuid::Uuid;
-
-use super::pkce::pkce_matches;
 use super::{OAuthError, OAuthFailure, Provider, scopes};
-use crate::crypto::sha256;
 use crate::error::Error;
-use crate::model::oauth::Redemption;
 use crate::model::orgs::Membership;
-use crate::model::{
-    Client, ClientGrant, ClientInfo, EndReason, GrantType, RefreshRecord, Session, User,
-    is_multi_factor,
-};
-use crate::store::sessions::NewSession;
+use crate::model::{Client, ClientGrant, ClientInfo, GrantType, RefreshRecord, Session, User};
 
-type Outcome<T> = std::result::Result<T, OAuthFailure>;
+pub(super) type Outcome<T> = std::result::Result<T, OAuthFailure>;
 
 /// A token request's parameters (the client is authenticated already).
 #[derive(Debug, Clone, Default)]
@@ -39,7 +31,7 @@ pub struct TokenAnswer {
     pub refresh_token: Option<String>,
 }
 
-fn invalid_grant(description: &str) -> OAuthFailure {
+pub(super) fn invalid_grant(description: &str) -> OAuthFailure {
     OAuthFailure::refused(OAuthError::InvalidGrant, description)
 }
 
@@ -49,7 +41,11 @@ fn invalid_target(description: &str) -> OAuthFailure {
 
 /// RFC 8707 §2.2: a token request's `resource` may only name the audience its authorization was
 /// given for (`granted`; `None`: `GATEHOUSE_AUDIENCE`), never switch a grant to another server.
-fn same_target(request: &TokenRequest, granted: Option<&str>, audience: &str) -> Outcome<()> {
+pub(super) fn same_target(
+    request: &TokenRequest,
+    granted: Option<&str>,
+    audience: &str,
+) -> Outcome<()> {
     match request.resource.as_deref() {
         Some(asked) if asked != granted.unwrap_or(audience) => Err(invalid_target(
             "resource is not the one this authorization was given for",
@@ -59,7 +55,7 @@ fn same_target(request: &TokenRequest, granted: Option<&str>, audience: &str) ->
 }
 
 /// The scopes of `scope` the client is still registered for; none left is `invalid_grant`.
-fn still_allowed(client: &Client, scope: Vec<String>) -> Outcome<Vec<String>> {
+pub(super) fn still_allowed(client: &Client, scope: Vec<String>) -> Outcome<Vec<String>> {
     let kept: Vec<String> = scope
         .into_iter()
         .filter(|s| client.allows_scope(s))
@@ -72,28 +68,7 @@ fn still_allowed(client: &Client, scope: Vec<String>) -> Outcome<Vec<String>> {
     Ok(kept)
 }
 
-/// The code's PKCE: a code with a challenge needs its verifier; a code without one (a client an
-/// operator let off PKCE) takes none, since a verifier there would mean the authorization's
-/// challenge was stripped on the way (a downgrade, RFC 9700 §2.1.1).
-fn pkce_proved(request: &TokenRequest, challenge: &str) -> Outcome<()> {
-    if challenge.is_empty() {
-        return match request.code_verifier {
-            None => Ok(()),
-            Some(_) => Err(invalid_grant(
-                "code_verifier given, but the authorization had no code_challenge",
-            )),
-        };
-    }
-    let verifier = required(&request.code_verifier, "code_verifier")?;
-    if !pkce_matches(verifier, challenge) {
-        return Err(invalid_grant(
-            "code_verifier does not match the code_challenge",
-        ));
-    }
-    Ok(())
-}
-
-fn required<'a>(value: &'a Option<String>, name: &str) -> Outcome<&'a str> {
+pub(super) fn required<'a>(value: &'a Option<String>, name: &str) -> Outcome<&'a str> {
     value.as_deref().ok_or_else(|| {
         OAuthFailure::refused(OAuthError::InvalidRequest, format!("{name} is required"))
     })
@@ -139,162 +114,6 @@ impl Provider {
             GrantType::RefreshToken => self.refresh(client, request, from).await,
             GrantType::ClientCredentials => self.client_credentials(client, request),
         }
-    }
-
-    async fn exchange_code(
-        &self,
-        client: &Client,
-        request: &TokenRequest,
-        from: &ClientInfo,
-    ) -> Outcome<TokenAnswer> {
-        let code = required(&request.code, "code")?;
-        let redirect_uri = required(&request.redirect_uri, "redirect_uri")?;
-        let now = self.core.clock.now_ms();
-        let session_id = Uuid::now_v7();
-        let code = match self
-            .core
-            .store
-            .redeem_code(&sha256(code.as_bytes()), now, session_id)
-            .await?
-        {
-            Redemption::First(code) => code,
-            Redemption::Unknown => return Err(invalid_grant("the code is unknown or expired")),
-            Redemption::Replayed {
-                session_id,
-                user_id,
-            } => {
-                // RFC 6749 §4.1.2: a code used twice may be in the wrong hands; what its first use
-                // gave is taken back.
-                if let Some(session) = session_id {
-                    self.core
-                        .end_session(user_id, session, EndReason::CodeReplayed)
-                        .await?;
-                }
-                tracing::warn!(client = %client.id, "authorization code used twice: its session ended");
-                return Err(invalid_grant("the code was used already"));
-            }
-        };
-        if code.client_id != client.id {
-            return Err(invalid_grant("the code was issued to another client"));
-        }
-        same_target(
-            request,
-            code.audience.as_deref(),
-            self.core.tokens.audience(),
-        )?;
-        if code.redirect_uri != redirect_uri {
-            return Err(invalid_grant(
-                "redirect_uri is not the one the code was issued for",
-            ));
-        }
-        pkce_proved(request, &code.code_challenge)?;
-        // The person's session that authorized must still be live: signing out in between takes
-        // the code back too.
-        let parent_live = !self.core.live.is_revoked(code.parent_id)
-            && self
-                .core
-                .store
-                .session(code.parent_id)
-                .await?
-                .is_some_and(|s| s.revoked_at.is_none());
-        let user = self
-            .core
-            .store
-            .user_by_id(code.user_id)
-            .await?
-            .filter(|u| !u.disabled);
-        let (true, Some(user)) = (parent_live, user) else {
-            return Err(invalid_grant(
-                "the sign-in that authorized the code has ended",
-            ));
-        };
-        // The organisation it was authorized in must still be the person's.
-        let org = match code.org_id {
-            None => None,
-            Some(org) => Some(
-                (self.core.store.membership(org, user.id).await?)
-                    .filter(|m| m.admits(is_multi_factor(&code.amr)))
-                    .ok_or_else(|| {
-                        invalid_grant(
-                            "the person is no longer a member of the organisation, or it now \
-                             asks for a second factor this sign-in did not have",
-                        )
-                    })?,
-            ),
-        };
-        // As at refresh: what the operator took from the client since the authorization is not
-        // issued.
-        let scope = still_allowed(client, code.scope.clone())?;
-        let offline = scope.iter().any(|s| s == scopes::OFFLINE_ACCESS);
-        let lifetime = if offline {
-            self.core.settings.refresh_ttl.as_millis() as i64
-        } else {
-            // Without a refresh token the session lives as long as its one access token.
-            self.core.tokens.access_ttl_seconds() * 1000
-        };
-        let refresh = RefreshRecord {
-            jti: Uuid::new_v4(),
-            session_id,
-            issued_at: now,
-            expires_at: now + lifetime,
-            consumed_at: None,
-        };
-        let grant = ClientGrant {
-            client_id: client.id,
-            scope: scope.clone(),
-            parent_id: Some(code.parent_id),
-            auth_time: code.auth_time,
-            audience: code.audience.clone(),
-        };
-        let ip = from.ip.map(|ip| ip.to_string());
-        let opened = self
-            .core
-            .store
-            .insert_session(&NewSession {
-                id: session_id,
-                user_id: user.id,
-                amr: &code.amr,
-                ip: ip.as_deref(),
-                user_agent: from.user_agent.as_deref(),
-                refresh: &refresh,
-                auth_epoch: user.auth_epoch,
-                grant: Some(&grant),
-                org_id: code.org_id,
-            })
-            .await
-            .map_err(|e| match e {
-                // The client or the account was removed since the code was redeemed.
-                Error::NotFound => invalid_grant("the client or the account is gone"),
-                other => other.into(),
-            })?;
-        if !opened {
-            return Err(invalid_grant(
-                "the account was disabled or its password changed",
-            ));
-        }
-        let session = Session {
-            id: session_id,
-            user_id: user.id,
-            amr: code.amr.clone(),
-            ip,
-            user_agent: from.user_agent.clone(),
-            created_at: now,
-            last_used_at: now,
-            revoked_at: None,
-            org_id: code.org_id,
-            grant: Some(grant.clone()),
-        };
-        self.answer(
-            client,
-            &user,
-            &session,
-            &grant,
-            &scope,
-            code.nonce.as_deref(),
-            offline.then_some(&refresh),
-            org.as_ref(),
-        )
-        .await
     }
 
     async fn refresh(
@@ -407,7 +226,7 @@ impl Provider {
     /// The tokens of a client's session: the access token, the ID token with `openid`, the
     /// refresh token of `refresh` when the grant has `offline_access`.
     #[allow(clippy::too_many_arguments)]
-    async fn answer(
+    pub(super) async fn answer(
         &self,
         client: &Client,
         user: &User,

@@ -4,6 +4,7 @@
 
 mod authorize;
 mod claims;
+mod code_exchange;
 mod errors;
 mod grants;
 mod org_choice;
