@@ -4,20 +4,19 @@
 use url::Url;
 use uuid::Uuid;
 
+mod request;
+
 use super::org_choice::{OrgChoice, OrgOffer};
-use super::pkce::check_pkce;
-use super::{OAuthError, Provider, Refusal};
+use super::{OAuthError, Provider};
 use crate::crypto::{random_token, sha256};
 use crate::error::{Error, Result};
 use crate::model::oauth::{AuthorizationCode, Consent};
-use crate::model::{Client, GrantType, is_multi_factor};
+use crate::model::{Client, Session, is_multi_factor};
+pub(super) use request::target;
+use request::{Judged, Prompt};
 
 /// How long a code may wait for its exchange (RFC 6749 §4.1.2: at most 10 minutes; 60 s here).
 pub const CODE_TTL_MS: i64 = 60_000;
-/// Longest `state` and `nonce` kept (they travel back in URLs and tokens).
-const STATE_MAX: usize = 2048;
-const NONCE_MAX: usize = 512;
-
 /// The parameters of an authorization request, as the page's query or the API's body gives them.
 #[derive(Debug, Clone, Default)]
 pub struct AuthorizeRequest {
@@ -109,54 +108,20 @@ impl Checked<'_> {
     }
 }
 
-/// A request that passed `check`: its scopes, its `prompt`, and its tokens' audience (`None`:
-/// `GATEHOUSE_AUDIENCE`).
-type Judged = (Vec<String>, Prompt, Option<String>);
-
-/// The `prompt` values (OpenID Connect Core §3.1.2.1) Gatehouse acts on.
-#[derive(Default)]
-struct Prompt {
-    none: bool,
-    login: bool,
-    consent: bool,
+/// Where a step of the authorization ends it: with an answer (a redirect, a page to show), or a
+/// failure that is not the client's.
+enum Stop {
+    Answer(Authorization),
+    Failed(Error),
 }
 
-fn prompt(text: Option<&str>) -> std::result::Result<Prompt, String> {
-    let mut p = Prompt::default();
-    for value in text
-        .unwrap_or_default()
-        .split(' ')
-        .filter(|v| !v.is_empty())
-    {
-        match value {
-            "none" => p.none = true,
-            "login" => p.login = true,
-            "consent" => p.consent = true,
-            // Gatehouse holds one account per browser: there is nothing to select.
-            "select_account" => {}
-            other => return Err(format!("prompt {other:?} is not supported")),
-        }
+impl From<Error> for Stop {
+    fn from(error: Error) -> Self {
+        Stop::Failed(error)
     }
-    if p.none && (p.login || p.consent) {
-        return Err("prompt=none cannot be combined with another value".into());
-    }
-    Ok(p)
 }
 
-/// The `aud` of the tokens of `scopes` (RFC 8707: `resource` as asked, else the one declared API
-/// with an audience of its own they are for, else `None`: `GATEHOUSE_AUDIENCE`), or the error
-/// that goes back to the client.
-pub(super) fn target(
-    catalog: &crate::model::Catalog,
-    scopes: &[String],
-    resource: Option<&str>,
-) -> std::result::Result<Option<String>, Refusal> {
-    use crate::model::resources::TargetError;
-    catalog.audience_for(scopes, resource).map_err(|e| match e {
-        TargetError::SeveralAudiences(..) => (OAuthError::InvalidScope, e.to_string()),
-        TargetError::NotDeclaredBy { .. } => (OAuthError::InvalidTarget, e.to_string()),
-    })
-}
+type Flow<T> = std::result::Result<T, Stop>;
 
 /// A write that found the client gone (removed on another instance or by the CLI while this one
 /// still held it, for up to `CLIENT_CACHE_MS`): answered as the removed client is everywhere.
@@ -194,63 +159,28 @@ impl Provider {
         Ok(client)
     }
 
-    /// Authorizes `request` for `person` (`None`: no session in this browser).
+    /// Authorizes `request` for `person` (`None`: no session in this browser): the steps below,
+    /// each of which may end it with an answer (`Stop::Answer`).
     pub async fn authorize(
         &self,
         request: &AuthorizeRequest,
         person: Option<Person>,
     ) -> Result<Authorization> {
-        let client = self
-            .authorization_client(&request.client_id, &request.redirect_uri)
-            .await?;
-        let issuer = self.core.tokens.issuer().to_owned();
-        let Ok(redirect) = Url::parse(&request.redirect_uri) else {
-            return Err(Error::field("redirectUri", "is not a URL"));
-        };
-        let vouched = !client.self_registered() || request.consent.is_some();
-        let mut checked = Checked {
-            client,
-            request,
-            redirect,
-            issuer: &issuer,
-            vouched,
-        };
-        let (scopes, prompt, audience) = match self.check(&checked) {
-            Ok(ok) => ok,
-            Err((error, description)) => {
-                if let (false, Some(person)) = (checked.vouched, person) {
-                    let store = &self.core.store;
-                    checked.vouched =
-                        (store.consent(person.user_id, checked.client.id).await?).is_some();
-                }
-                return Ok(checked.error(error, &description));
-            }
-        };
-        let Some(person) = person else {
-            return Ok(if prompt.none {
-                checked.error(OAuthError::LoginRequired, "no one is signed in")
-            } else {
-                Authorization::LoginRequired
-            });
-        };
-        // The person's own session, live: a client's session (its token, or a cookie it got)
-        // cannot authorize another client.
-        let session = self
-            .core
-            .store
-            .session(person.session_id)
-            .await?
-            .filter(|s| s.revoked_at.is_none() && s.user_id == person.user_id);
-        let Some(session) = session else {
-            return Ok(if prompt.none {
-                checked.error(OAuthError::LoginRequired, "no one is signed in")
-            } else {
-                Authorization::LoginRequired
-            });
-        };
-        if session.grant.is_some() {
-            return Err(Error::Forbidden);
+        match self.authorization(request, person).await {
+            Ok(answer) | Err(Stop::Answer(answer)) => Ok(answer),
+            Err(Stop::Failed(error)) => Err(error),
         }
+    }
+
+    async fn authorization(
+        &self,
+        request: &AuthorizeRequest,
+        person: Option<Person>,
+    ) -> Flow<Authorization> {
+        let issuer = self.core.tokens.issuer().to_owned();
+        let mut checked = self.checked(request, &issuer).await?;
+        let (scopes, prompt, audience) = self.judged(&mut checked, person).await?;
+        let (person, session) = self.signed_in(&checked, person, &prompt).await?;
         let remembered = if checked.client.first_party {
             None
         } else {
@@ -260,24 +190,123 @@ impl Provider {
                 .await?
         };
         checked.vouched |= remembered.is_some();
-        let now = self.core.clock.now_ms();
-        let auth_time = session.created_at;
-        let too_old = request
-            .max_age
-            .is_some_and(|max| now - auth_time > max.saturating_mul(1000));
-        if prompt.login || too_old {
-            return Ok(if prompt.none {
-                checked.error(
-                    OAuthError::LoginRequired,
-                    "the sign-in is older than max_age",
-                )
-            } else {
-                Authorization::LoginRequired
-            });
-        }
+        self.fresh_enough(&checked, &session, &prompt)?;
         if request.consent == Some(false) {
             return Ok(checked.error(OAuthError::AccessDenied, "the person did not allow it"));
         }
+        let org_id = self
+            .consented(&checked, person, &session, &scopes, &prompt, remembered)
+            .await?;
+        self.issue_code(&checked, person, &session, scopes, audience, org_id)
+            .await
+    }
+
+    /// The request with its client and redirect URI known good (else `VALIDATION_ERROR`, an
+    /// error page): from here every problem goes back to the client.
+    async fn checked<'a>(
+        &self,
+        request: &'a AuthorizeRequest,
+        issuer: &'a str,
+    ) -> Result<Checked<'a>> {
+        let client = self
+            .authorization_client(&request.client_id, &request.redirect_uri)
+            .await?;
+        let Ok(redirect) = Url::parse(&request.redirect_uri) else {
+            return Err(Error::field("redirectUri", "is not a URL"));
+        };
+        let vouched = !client.self_registered() || request.consent.is_some();
+        Ok(Checked {
+            client,
+            request,
+            redirect,
+            issuer,
+            vouched,
+        })
+    }
+
+    /// The request's scopes, prompt and audience (`check`), or its error back to the client; an
+    /// error is redirected at once for a client the person has consented to before.
+    async fn judged(&self, checked: &mut Checked<'_>, person: Option<Person>) -> Flow<Judged> {
+        match self.check(checked) {
+            Ok(judged) => Ok(judged),
+            Err((error, description)) => {
+                if let (false, Some(person)) = (checked.vouched, person) {
+                    let store = &self.core.store;
+                    checked.vouched =
+                        (store.consent(person.user_id, checked.client.id).await?).is_some();
+                }
+                Err(Stop::Answer(checked.error(error, &description)))
+            }
+        }
+    }
+
+    /// The person and their own session, live: a client's session (its token, or a cookie it
+    /// got) cannot authorize another client. No one signed in: the sign-in page, or
+    /// `login_required` with `prompt=none`.
+    async fn signed_in(
+        &self,
+        checked: &Checked<'_>,
+        person: Option<Person>,
+        prompt: &Prompt,
+    ) -> Flow<(Person, Session)> {
+        let login = |why: &str| {
+            Stop::Answer(if prompt.none {
+                checked.error(OAuthError::LoginRequired, why)
+            } else {
+                Authorization::LoginRequired
+            })
+        };
+        let Some(person) = person else {
+            return Err(login("no one is signed in"));
+        };
+        let session = self
+            .core
+            .store
+            .session(person.session_id)
+            .await?
+            .filter(|s| s.revoked_at.is_none() && s.user_id == person.user_id);
+        let Some(session) = session else {
+            return Err(login("no one is signed in"));
+        };
+        if session.grant.is_some() {
+            return Err(Stop::Failed(Error::Forbidden));
+        }
+        Ok((person, session))
+    }
+
+    /// The sign-in again for `prompt=login` or one older than `max_age`.
+    fn fresh_enough(&self, checked: &Checked<'_>, session: &Session, prompt: &Prompt) -> Flow<()> {
+        let now = self.core.clock.now_ms();
+        let too_old = checked
+            .request
+            .max_age
+            .is_some_and(|max| now - session.created_at > max.saturating_mul(1000));
+        if !(prompt.login || too_old) {
+            return Ok(());
+        }
+        Err(Stop::Answer(if prompt.none {
+            checked.error(
+                OAuthError::LoginRequired,
+                "the sign-in is older than max_age",
+            )
+        } else {
+            Authorization::LoginRequired
+        }))
+    }
+
+    /// The organisation the authorization acts in, once the person has allowed a third-party
+    /// client every scope asked (remembered, or answered now: then remembered for next time);
+    /// else the consent screen, or `consent_required` with `prompt=none`.
+    async fn consented(
+        &self,
+        checked: &Checked<'_>,
+        person: Person,
+        session: &Session,
+        scopes: &[String],
+        prompt: &Prompt,
+        remembered: Option<Consent>,
+    ) -> Flow<Option<Uuid>> {
+        let request = checked.request;
         let consenting = request.consent == Some(true);
         let choice = self
             .org_choice(
@@ -293,60 +322,77 @@ impl Provider {
             OrgChoice::Act(org) => org,
             OrgChoice::AskAgain => None,
             OrgChoice::NotMember => {
-                return Ok(checked.error(
+                return Err(Stop::Answer(checked.error(
                     OAuthError::AccessDenied,
                     "the person is not a member of the organisation this application belongs to",
-                ));
+                )));
             }
         };
-        if !checked.client.first_party {
-            let given = remembered.clone().unwrap_or_default();
-            let missing: Vec<String> = if prompt.consent || choice == OrgChoice::AskAgain {
-                scopes.clone()
+        if checked.client.first_party {
+            return Ok(org_id);
+        }
+        let given = remembered.unwrap_or_default();
+        let missing: Vec<String> = if prompt.consent || choice == OrgChoice::AskAgain {
+            scopes.to_vec()
+        } else {
+            scopes
+                .iter()
+                .filter(|s| !given.scopes.contains(s))
+                .cloned()
+                .collect()
+        };
+        if !missing.is_empty() && !consenting {
+            return Err(Stop::Answer(if prompt.none {
+                checked.error(
+                    OAuthError::ConsentRequired,
+                    "the person has not allowed this yet",
+                )
             } else {
+                let orgs = self
+                    .org_offer(&checked.client, person.user_id, given.org_id)
+                    .await?;
+                Authorization::ConsentRequired {
+                    client: Box::new(checked.client.clone()),
+                    scopes: missing,
+                    orgs,
+                }
+            }));
+        }
+        if consenting || given.org_id != org_id {
+            let mut all = given.scopes;
+            all.extend(
                 scopes
                     .iter()
-                    .filter(|s| !given.scopes.contains(s))
+                    .filter(|s| !all.contains(s))
                     .cloned()
-                    .collect()
+                    .collect::<Vec<_>>(),
+            );
+            let consent = Consent {
+                scopes: all,
+                org_id,
             };
-            if !missing.is_empty() && !consenting {
-                return Ok(if prompt.none {
-                    checked.error(
-                        OAuthError::ConsentRequired,
-                        "the person has not allowed this yet",
-                    )
-                } else {
-                    let orgs = self
-                        .org_offer(&checked.client, person.user_id, given.org_id)
-                        .await?;
-                    Authorization::ConsentRequired {
-                        client: Box::new(checked.client),
-                        scopes: missing,
-                        orgs,
-                    }
-                });
-            }
-            if consenting || given.org_id != org_id {
-                let mut all = given.scopes;
-                all.extend(
-                    scopes
-                        .iter()
-                        .filter(|s| !all.contains(s))
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                );
-                let consent = Consent {
-                    scopes: all,
-                    org_id,
-                };
-                self.core
-                    .store
-                    .put_consent(person.user_id, checked.client.id, &consent, now)
-                    .await
-                    .map_err(client_gone)?;
-            }
+            let now = self.core.clock.now_ms();
+            self.core
+                .store
+                .put_consent(person.user_id, checked.client.id, &consent, now)
+                .await
+                .map_err(client_gone)?;
         }
+        Ok(org_id)
+    }
+
+    /// The code, kept by its hash for `CODE_TTL_MS`, and the redirect that carries it.
+    async fn issue_code(
+        &self,
+        checked: &Checked<'_>,
+        person: Person,
+        session: &Session,
+        scopes: Vec<String>,
+        audience: Option<String>,
+        org_id: Option<Uuid>,
+    ) -> Flow<Authorization> {
+        let request = checked.request;
+        let now = self.core.clock.now_ms();
         let code = random_token();
         let record = AuthorizationCode {
             client_id: checked.client.id,
@@ -358,7 +404,7 @@ impl Provider {
             nonce: request.nonce.clone(),
             audience,
             amr: session.amr.clone(),
-            auth_time,
+            auth_time: session.created_at,
             expires_at: now + CODE_TTL_MS,
             org_id,
         };
@@ -368,84 +414,5 @@ impl Provider {
             .await
             .map_err(client_gone)?;
         Ok(checked.back(&[("code", &code)]))
-    }
-
-    /// Everything of a request that goes back to the client when wrong: its scopes, prompt and
-    /// tokens' audience if right, the error and its description if not.
-    fn check(&self, checked: &Checked<'_>) -> std::result::Result<Judged, Refusal> {
-        let r = checked.request;
-        let client = &checked.client;
-        if let Some(t) = r.response_type.as_deref().filter(|t| *t != "code") {
-            return Err((
-                OAuthError::UnsupportedResponseType,
-                format!("response_type {t:?} is not supported: only \"code\""),
-            ));
-        }
-        if !client.has_grant(GrantType::AuthorizationCode) {
-            return Err((
-                OAuthError::UnauthorizedClient,
-                "the client may not use the authorization code grant".into(),
-            ));
-        }
-        let catalog = self.core.catalog.current();
-        let scopes = catalog
-            .parse(r.scope.as_deref().unwrap_or_default())
-            .map_err(|e| (OAuthError::InvalidScope, e.to_string()))?;
-        check_pkce(client, r, &scopes)?;
-        if scopes.is_empty() {
-            return Err((OAuthError::InvalidScope, "scope is required".into()));
-        }
-        if let Some(s) = scopes.iter().find(|s| !client.allows_scope(s)) {
-            return Err((
-                OAuthError::InvalidScope,
-                format!("the client is not registered for the scope {s:?}"),
-            ));
-        }
-        let prompt = prompt(r.prompt.as_deref()).map_err(|e| (OAuthError::InvalidRequest, e))?;
-        if r.max_age.is_some_and(|m| m < 0) {
-            return Err((
-                OAuthError::InvalidRequest,
-                "max_age must not be negative".into(),
-            ));
-        }
-        if r.state.as_ref().is_some_and(|s| s.len() > STATE_MAX) {
-            return Err((
-                OAuthError::InvalidRequest,
-                format!("state is longer than {STATE_MAX} bytes"),
-            ));
-        }
-        if r.nonce.as_ref().is_some_and(|n| n.len() > NONCE_MAX) {
-            return Err((
-                OAuthError::InvalidRequest,
-                format!("nonce is longer than {NONCE_MAX} bytes"),
-            ));
-        }
-        if let Some(resource) = &r.resource {
-            if !self.core.tokens.issues_for(resource) {
-                return Err((
-                    OAuthError::InvalidTarget,
-                    format!(
-                        "resource must be {:?} or a resource server this service issues tokens \
-                         for (GATEHOUSE_OAUTH_RESOURCES, an API of docs/guide/resources.md)",
-                        self.core.tokens.audience()
-                    ),
-                ));
-            }
-        }
-        let audience = target(&catalog, &scopes, r.resource.as_deref())?;
-        Ok((scopes, prompt, audience))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn prompts() {
-        assert!(prompt(Some("login consent")).is_ok());
-        assert!(prompt(Some("none login")).is_err());
-        assert!(prompt(Some("bogus")).is_err());
-        assert!(!prompt(None).unwrap().none);
     }
 }
