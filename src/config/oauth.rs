@@ -37,6 +37,16 @@ pub(super) fn resolve(
         "open" => RegistrationMode::Open,
         _ => return Err(setting.invalid(&value, "must be off, token or open")),
     };
+    // Retired: it turned the metadata fetch's address rules off, for tests, which now set it in
+    // code. A settings file written before (deployment.md's example said "off") still starts;
+    // "on" is refused rather than quietly doing nothing.
+    let (_, retired) = src.get("oauth_client_metadata_insecure_loopback", &None, "off");
+    if !retired.trim().eq_ignore_ascii_case("off") {
+        return Err(super::SettingsError(format!(
+            "oauth_client_metadata_insecure_loopback {retired:?} is no longer a setting: the \
+             metadata fetch's address rules cannot be turned off; remove the line"
+        )));
+    }
     Ok(ClientRegistration {
         mode,
         metadata_documents: src.choice(

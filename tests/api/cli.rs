@@ -561,6 +561,25 @@ fn json_logs_and_refused_settings_through_the_binary() {
         None,
     );
     fails_with(&output, "listen_port");
+
+    // The retired metadata-fetch switch: a file that says "off" (the book's example did) still
+    // starts; "on" is refused, since nothing may turn the fetch's address rules off any more.
+    for (value, starts) in [("off", true), ("on", false)] {
+        std::fs::write(
+            &config,
+            format!("oauth_client_metadata_insecure_loopback = \"{value}\"\n"),
+        )
+        .unwrap();
+        let output = run(
+            gatehouse().arg("--config").arg(&config).arg("migrate"),
+            None,
+        );
+        if starts {
+            assert!(output.status.success(), "{}", stderr(&output));
+        } else {
+            fails_with(&output, "no longer a setting");
+        }
+    }
 }
 
 /// The book's settings file with every key (Deployment) is valid, and does name every key.
