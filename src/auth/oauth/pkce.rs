@@ -1,9 +1,8 @@
 //! PKCE (RFC 7636, S256 only) at the authorization: what a client must send, and whether a
-//! verifier answers a challenge (the exchange's half is `grants::pkce_proved`).
+//! verifier answers a challenge (the exchange's half is `code_exchange::pkce_proved`).
 
 use subtle::ConstantTimeEq as _;
 
-use super::authorize::AuthorizeRequest;
 use super::{OAuthError, Refusal, scopes};
 use crate::crypto::{b64url, sha256};
 use crate::model::Client;
@@ -14,17 +13,19 @@ use crate::model::Client;
 /// injection (RFC 9700 §2.1.1, OpenID Connect Core §3.1.2.1).
 pub(super) fn check_pkce(
     client: &Client,
-    r: &AuthorizeRequest,
+    challenge: Option<&str>,
+    method: Option<&str>,
+    nonce_given: bool,
     scopes: &[String],
 ) -> std::result::Result<(), Refusal> {
-    let Some(challenge) = r.code_challenge.as_deref() else {
+    let Some(challenge) = challenge else {
         if client.pkce_required {
             return Err((
                 OAuthError::InvalidRequest,
                 "code_challenge is required (PKCE with S256)".into(),
             ));
         }
-        if !scopes.iter().any(|s| s == scopes::OPENID) || r.nonce.is_none() {
+        if !scopes.iter().any(|s| s == scopes::OPENID) || !nonce_given {
             return Err((
                 OAuthError::InvalidRequest,
                 "without PKCE (code_challenge), an OpenID request with a nonce is required".into(),
@@ -32,7 +33,7 @@ pub(super) fn check_pkce(
         }
         return Ok(());
     };
-    if r.code_challenge_method.as_deref() != Some("S256") {
+    if method != Some("S256") {
         return Err((
             OAuthError::InvalidRequest,
             "code_challenge_method must be S256 (plain is refused)".into(),

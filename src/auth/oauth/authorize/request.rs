@@ -82,7 +82,13 @@ impl Provider {
         let scopes = catalog
             .parse(r.scope.as_deref().unwrap_or_default())
             .map_err(|e| (OAuthError::InvalidScope, e.to_string()))?;
-        check_pkce(client, r, &scopes)?;
+        check_pkce(
+            client,
+            r.code_challenge.as_deref(),
+            r.code_challenge_method.as_deref(),
+            r.nonce.is_some(),
+            &scopes,
+        )?;
         if scopes.is_empty() {
             return Err((OAuthError::InvalidScope, "scope is required".into()));
         }
