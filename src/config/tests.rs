@@ -1,5 +1,7 @@
 //! How settings are read: sources, defaults and the errors of each.
 
+use std::collections::BTreeMap;
+
 use super::values::parse_duration;
 use super::*;
 
@@ -181,4 +183,81 @@ fn trusted_proxies_take_cidrs_and_addresses() {
     let nets = parse_cidrs(&s, "10.0.0.0/8, 127.0.0.1").unwrap();
     assert_eq!(nets.len(), 2);
     assert!(parse_cidrs(&s, "10.0.0.0/99").is_err());
+}
+
+/// Every setting as `--help` shows it (flag, variable, `[default: …]`), as a settings file names it
+/// (`FILE_KEYS`), and as the book's two tables list it (docs/guide/settings.md, docs/api.md §4):
+/// the same set, the same names, and the same default wherever a table gives one plain value.
+#[test]
+fn the_books_tables_are_the_settings() {
+    use clap::Args as _;
+    let command = SettingsArgs::augment_args(clap::Command::new("settings"));
+    let guide = include_str!("../../docs/guide/settings.md");
+    let reference = include_str!("../../docs/api.md");
+    // | `GATEHOUSE_X` | `--x` / `x` | default | meaning |  and  | `GATEHOUSE_X` | default | meaning |
+    let rows = |text: &'static str| -> BTreeMap<String, Vec<String>> {
+        text.lines()
+            .filter(|l| l.starts_with("| `GATEHOUSE_"))
+            .map(|l| {
+                let cells: Vec<String> = l.split(" | ").map(|c| c.trim().to_owned()).collect();
+                (cells[0].trim_matches(['|', ' ', '`']).to_owned(), cells)
+            })
+            .collect()
+    };
+    let (guide, reference) = (rows(guide), rows(reference));
+    // A default cell that is one plain value (`24h`), not a sentence.
+    let plain = |cell: &str| {
+        let inner = cell.strip_prefix('`')?.strip_suffix('`')?;
+        (!inner.contains('`')).then(|| inner.to_owned())
+    };
+    let mut named = Vec::new();
+    let mut wrong = Vec::new();
+    for arg in command.get_arguments() {
+        let (Some(long), Some(env)) = (arg.get_long(), arg.get_env()) else {
+            continue;
+        };
+        let env = env.to_string_lossy().into_owned();
+        let key = long.replace('-', "_");
+        if key == "config" {
+            continue;
+        }
+        named.push(key.clone());
+        if !FILE_KEYS.contains(&key.as_str()) {
+            wrong.push(format!("{key} is not a file key"));
+        }
+        let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+        let default = help
+            .split("[default: ")
+            .nth(1)
+            .and_then(|rest| rest.split(']').next())
+            .map(str::to_owned);
+        let mut cells = Vec::new();
+        match guide.get(&env) {
+            None => wrong.push(format!("{env} is not in docs/guide/settings.md")),
+            Some(row) if row[1] != format!("`--{long}` / `{key}`") => {
+                wrong.push(format!("settings.md names {env} {}", row[1]));
+            }
+            Some(row) => cells.push(("settings.md", &row[2])),
+        }
+        match reference.get(&env) {
+            None => wrong.push(format!("{env} is not in docs/api.md")),
+            Some(row) => cells.push(("api.md", &row[1])),
+        }
+        for (book, cell) in cells {
+            if let (Some(shown), Some(written)) = (&default, plain(cell)) {
+                if shown != &written {
+                    wrong.push(format!("{env}: --help says {shown}, {book} says {written}"));
+                }
+            }
+        }
+    }
+    for (book, table) in [("settings.md", &guide), ("api.md", &reference)] {
+        for env in table.keys() {
+            let key = env.trim_start_matches("GATEHOUSE_").to_ascii_lowercase();
+            if !(named.contains(&key) || key == "config") {
+                wrong.push(format!("{book} lists {env}, which is not a setting"));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
