@@ -208,7 +208,7 @@ impl FromRequestParts<AppState> for ApiUser {
         if crate::auth::api_keys::is_api_key(token) {
             // A key's use is noted with the caller's address (a new one is audited).
             let token = token.to_owned();
-            let Client(client) = Client::from_request_parts(parts, state).await?;
+            let Caller(client) = Caller::from_request_parts(parts, state).await?;
             return state
                 .auth
                 .api_keys
@@ -267,13 +267,14 @@ impl<S: Send + Sync> FromRequestParts<S> for PathIds {
     }
 }
 
-/// The client's address and user agent.
-pub struct Client(pub ClientInfo);
+/// Who calls: their address and user agent (an HTTP client, not an OAuth client: that is
+/// `model::Client`).
+pub struct Caller(pub ClientInfo);
 
 /// A user agent longer than this is cut: it is shown in session lists, not parsed.
 pub(crate) const USER_AGENT_MAX: usize = 512;
 
-impl FromRequestParts<AppState> for Client {
+impl FromRequestParts<AppState> for Caller {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
@@ -287,7 +288,7 @@ impl FromRequestParts<AppState> for Client {
             .get(header::USER_AGENT)
             .and_then(|v| v.to_str().ok())
             .map(|ua| ua.chars().take(USER_AGENT_MAX).collect());
-        Ok(Client(ClientInfo { ip, user_agent }))
+        Ok(Caller(ClientInfo { ip, user_agent }))
     }
 }
 

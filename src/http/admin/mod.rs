@@ -8,7 +8,7 @@ use axum::http::request::Parts;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::AppState;
-use super::extract::{Client, bearer_token};
+use super::extract::{Caller, bearer_token};
 use crate::auth::admin::Operator;
 use crate::error::{Error, Result, Validator};
 use crate::model::{ClientInfo, Principal};
@@ -59,7 +59,7 @@ impl FromRequestParts<AppState> for Admin {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
         let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
         let who = state.auth.admin.admin_caller(token).await?;
-        let Client(client) = Client::from_request_parts(parts, state).await?;
+        let Caller(client) = Caller::from_request_parts(parts, state).await?;
         Ok(Admin { who, client })
     }
 }

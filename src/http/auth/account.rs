@@ -11,7 +11,7 @@ use crate::error::{Error, PasswordProblem, Result, Validator};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
 };
-use crate::http::extract::{AppJson, AuthUser, Client};
+use crate::http::extract::{AppJson, AuthUser, Caller};
 use crate::http::{Answer, AppState, Envelope, ok};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -57,7 +57,7 @@ error_responses!(PasswordErrors:
 async fn change_password(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<PasswordRequest>,
 ) -> Result<Answer<Done>> {
     let mut v = Validator::new();
@@ -97,7 +97,7 @@ error_responses!(DeleteMeErrors:
 async fn delete_me(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<DeleteMeRequest>,
 ) -> Result<Answer<Done>> {
     let password = password_or_window(body.password);

@@ -15,7 +15,7 @@ use crate::error::{Conflict, Error, Result, Validator};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
 };
-use crate::http::extract::{AppJson, AuthUser, Client, PathId};
+use crate::http::extract::{AppJson, AuthUser, Caller, PathId};
 use crate::http::{Answer, AppState, Envelope, ok};
 use crate::model::{ApiKey, NewApiKey};
 use utoipa_axum::router::OpenApiRouter;
@@ -188,7 +188,7 @@ error_responses!(CreateErrors:
 async fn create_key(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<CreateKeyRequest>,
 ) -> Result<(StatusCode, Answer<CreatedKey>)> {
     let request = body.parse()?;
@@ -263,7 +263,7 @@ error_responses!(DeleteErrors:
 async fn delete_key(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     PathId(id): PathId,
 ) -> Result<Answer<Deleted>> {
     state.auth.api_keys.delete(&who, id, &client).await?;

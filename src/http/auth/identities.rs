@@ -17,7 +17,7 @@ use crate::http::cookies::{FEDERATION_COOKIE, cookie_values, federation_cookie};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
 };
-use crate::http::extract::{AppJson, AuthUser, Client};
+use crate::http::extract::{AppJson, AuthUser, Caller};
 use crate::http::{Answer, AppState, Envelope, ok};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -209,7 +209,7 @@ error_responses!(StartErrors:
 async fn start_link(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<StartLinkRequest>,
 ) -> Result<Response> {
     let provider = provider_id(body.provider_id)?;
@@ -244,7 +244,7 @@ error_responses!(UnlinkErrors:
 async fn unlink(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     provider: std::result::Result<Path<String>, axum::extract::rejection::PathRejection>,
 ) -> Result<Answer<Unlinked>> {
     // A path that does not decode names no identity.
@@ -294,7 +294,7 @@ error_responses!(ReauthenticateErrors:
 async fn reauthenticate(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<ReauthenticateRequest>,
 ) -> Result<Response> {
     let provider = provider_id(body.provider_id)?;

@@ -12,7 +12,7 @@ use crate::auth::LoginOutcome;
 use crate::domain::{Email, FullName};
 use crate::error::{Error, PasswordProblem, Result, Validator};
 use crate::http::docs::{body_errors, error_responses, server_errors, throttle_errors};
-use crate::http::extract::{AppJson, Client};
+use crate::http::extract::{AppJson, Caller};
 use crate::http::fields;
 use crate::http::{Answer, AppState, Envelope, ok};
 use crate::model::UserSummary;
@@ -88,7 +88,7 @@ error_responses!(LoginErrors:
     ))]
 async fn login(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<LoginRequest>,
 ) -> Result<Answer<LoginAnswer>> {
     let mut v = Validator::new();
@@ -145,7 +145,7 @@ error_responses!(VerifyErrors:
     responses((status = 200, description = "The token set", body = Envelope<TokenSetView>), VerifyErrors))]
 async fn verify_second_factor(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<VerifyRequest>,
 ) -> Result<Answer<TokenSetView>> {
     let mut v = Validator::new();
@@ -182,7 +182,7 @@ error_responses!(RefreshErrors:
     responses((status = 200, description = "A new token set", body = Envelope<TokenSetView>), RefreshErrors))]
 async fn refresh(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<RefreshRequest>,
 ) -> Result<Answer<TokenSetView>> {
     let mut v = Validator::new();
@@ -236,7 +236,7 @@ error_responses!(RegisterErrors:
     responses((status = 201, description = "The new account", body = Envelope<Registered>), RegisterErrors))]
 async fn register(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<RegisterRequest>,
 ) -> Result<(StatusCode, Answer<Registered>)> {
     let mut v = Validator::new();

@@ -16,7 +16,7 @@ use crate::error::{Error, PasswordProblem, Result, Validator};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
 };
-use crate::http::extract::{AppJson, AuthUser, Client};
+use crate::http::extract::{AppJson, AuthUser, Caller};
 use crate::http::{Answer, AppState, Envelope, ok};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
@@ -48,7 +48,7 @@ error_responses!(ForgotErrors: body_errors(), server_errors());
     responses((status = 202, description = "Accepted", body = Envelope<Done>), ForgotErrors))]
 async fn forgot_password(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<ForgotRequest>,
 ) -> Result<(StatusCode, Answer<Done>)> {
     let mut v = Validator::new();
@@ -81,7 +81,7 @@ error_responses!(ResetErrors:
     responses((status = 200, description = "Reset", body = Envelope<Done>), ResetErrors))]
 async fn reset_password(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<ResetRequest>,
 ) -> Result<Answer<Done>> {
     let mut v = Validator::new();
@@ -115,7 +115,7 @@ error_responses!(VerifyErrors:
     responses((status = 200, description = "Verified", body = Envelope<Done>), VerifyErrors))]
 async fn verify_email(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<TokenRequest>,
 ) -> Result<Answer<Done>> {
     let token = link_token(body)?;
@@ -172,7 +172,7 @@ error_responses!(ResendErrors: bearer_errors(), server_errors());
 async fn resend_verification(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
 ) -> Result<(StatusCode, Answer<Done>)> {
     state
         .auth
@@ -212,7 +212,7 @@ error_responses!(ChangeEmailErrors:
 async fn change_email(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<ChangeEmailRequest>,
 ) -> Result<(StatusCode, Answer<Done>)> {
     let mut v = Validator::new();
@@ -261,7 +261,7 @@ error_responses!(AcceptErrors:
     responses((status = 200, description = "The token set", body = Envelope<TokenSetView>), AcceptErrors))]
 async fn accept_invitation(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<AcceptRequest>,
 ) -> Result<Answer<TokenSetView>> {
     let mut v = Validator::new();

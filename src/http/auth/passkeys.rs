@@ -16,7 +16,7 @@ use crate::error::{Error, Result, Validator};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
 };
-use crate::http::extract::{AppJson, AuthUser, Client, PathId};
+use crate::http::extract::{AppJson, AuthUser, Caller, PathId};
 use crate::http::{Answer, AppState, Envelope, ok};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -118,7 +118,7 @@ error_responses!(RegisterFinishErrors:
 async fn finish_registration(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<RegisterFinishRequest>,
 ) -> Result<(StatusCode, Answer<PasskeyView>)> {
     let mut v = Validator::new();
@@ -197,7 +197,7 @@ error_responses!(RemoveErrors: bearer_errors(), [Error::NotFound], server_errors
 async fn remove_passkey(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     PathId(id): PathId,
 ) -> Result<Answer<Deleted>> {
     state
@@ -239,7 +239,7 @@ error_responses!(LoginStartErrors:
     responses((status = 200, description = "The ceremony", body = Envelope<CeremonyView>), LoginStartErrors))]
 async fn start_login(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<LoginStartRequest>,
 ) -> Result<Answer<CeremonyView>> {
     let with = match (body.email, body.temp_token) {
@@ -293,7 +293,7 @@ error_responses!(LoginFinishErrors:
     responses((status = 200, description = "The token set", body = Envelope<TokenSetView>), LoginFinishErrors))]
 async fn finish_login(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<LoginFinishRequest>,
 ) -> Result<Answer<TokenSetView>> {
     let mut v = Validator::new();

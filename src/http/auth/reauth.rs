@@ -18,7 +18,7 @@ use crate::error::{Error, Result, Validator};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
 };
-use crate::http::extract::{AppJson, AuthUser, Client};
+use crate::http::extract::{AppJson, AuthUser, Caller};
 use crate::http::{Answer, AppState, Envelope, ok};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
@@ -69,7 +69,7 @@ error_responses!(ReauthErrors:
 async fn reauthenticate(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<ReauthenticateRequest>,
 ) -> Result<Answer<Reauthenticated>> {
     let code = body.code.trim();
@@ -112,7 +112,7 @@ error_responses!(PasskeyStartErrors:
 async fn start_passkey(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
 ) -> Result<Answer<CeremonyView>> {
     let started = state
         .auth
@@ -153,7 +153,7 @@ error_responses!(PasskeyFinishErrors:
 async fn finish_passkey(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<PasskeyFinishRequest>,
 ) -> Result<Answer<Reauthenticated>> {
     let mut v = Validator::new();

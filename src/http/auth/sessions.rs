@@ -13,7 +13,7 @@ use crate::auth::LogoutScope;
 use crate::error::{Error, Result};
 use crate::http::cookies::clear_cookie;
 use crate::http::docs::{bearer_errors, body_errors, error_responses, server_errors};
-use crate::http::extract::{AppJson, AuthUser, Client, MaybeJson, PathId};
+use crate::http::extract::{AppJson, AuthUser, Caller, MaybeJson, PathId};
 use crate::http::{Answer, AppState, Envelope, ok};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -65,7 +65,7 @@ error_responses!(BearerBodyErrors: body_errors(), bearer_errors(), server_errors
 async fn logout(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     MaybeJson(body): MaybeJson<LogoutRequest>,
 ) -> Result<Response> {
     let scope = match body.and_then(|b| b.scope).as_deref() {
@@ -112,7 +112,7 @@ error_responses!(BearerNotFoundErrors: bearer_errors(), [Error::NotFound], serve
 async fn delete_session(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     PathId(id): PathId,
 ) -> Result<Answer<Deleted>> {
     state
@@ -149,7 +149,7 @@ error_responses!(SwitchErrors:
 async fn switch_org(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<OrgChoice>,
 ) -> Result<Answer<TokenSetView>> {
     let org = match body.org_id.as_deref() {

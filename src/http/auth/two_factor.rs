@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,
 };
-use crate::http::extract::{AppJson, AuthUser, Client};
+use crate::http::extract::{AppJson, AuthUser, Caller};
 use crate::http::{Answer, AppState, Envelope, ok};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
@@ -89,7 +89,7 @@ error_responses!(EnableErrors:
 async fn enable_two_factor(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<CodeRequest>,
 ) -> Result<Answer<RecoveryCodes>> {
     let code = code(body.code)?;
@@ -127,7 +127,7 @@ error_responses!(DisableErrors:
 async fn disable_two_factor(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<DisableRequest>,
 ) -> Result<Answer<Done>> {
     let password = password_or_window(body.password);
@@ -155,7 +155,7 @@ error_responses!(RecoveryErrors:
 async fn new_recovery_codes(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<CodeRequest>,
 ) -> Result<Answer<RecoveryCodes>> {
     let code = code(body.code)?;

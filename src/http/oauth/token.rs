@@ -17,7 +17,7 @@ use super::errors::{self, OAuthErrorBody, failed, no_store};
 use super::{ClientRefused, calling_client, form_parameters, single};
 use crate::auth::oauth::{OAuthError, OAuthFailure, TokenRequest};
 use crate::http::AppState;
-use crate::http::extract::{Client as Caller, client_ip};
+use crate::http::extract::{Caller, client_ip};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(token))

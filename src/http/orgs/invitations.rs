@@ -14,7 +14,7 @@ use crate::clock::rfc3339;
 use crate::error::{Error, Result};
 use crate::http::auth::views::Deleted;
 use crate::http::docs::{bearer_errors, body_errors, error_responses, server_errors};
-use crate::http::extract::{AppJson, AuthUser, Client, PathId, PathIds};
+use crate::http::extract::{AppJson, AuthUser, Caller, PathId, PathIds};
 use crate::http::{Answer, AppState, Envelope, ok};
 use crate::model::orgs::OrgInvitation;
 
@@ -80,7 +80,7 @@ error_responses!(InviteErrors:
 async fn invite(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     PathId(org): PathId,
     AppJson(body): AppJson<NewInvitation>,
 ) -> Result<(StatusCode, Answer<InvitationView>)> {
@@ -122,7 +122,7 @@ async fn list(
 async fn withdraw(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     PathIds(org, invitation): PathIds,
 ) -> Result<Answer<Deleted>> {
     state
@@ -155,7 +155,7 @@ error_responses!(AcceptErrors:
 async fn accept(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<AcceptRequest>,
 ) -> Result<Answer<OrgView>> {
     let org = state.auth.orgs.accept(&who, &body.token, &client).await?;

@@ -11,7 +11,7 @@ use crate::clock::rfc3339;
 use crate::error::{Conflict, Error, Result, Validator};
 use crate::http::auth::views::Deleted;
 use crate::http::docs::{bearer_errors, body_errors, error_responses, server_errors};
-use crate::http::extract::{AppJson, AuthUser, Client, PathId, PathIds};
+use crate::http::extract::{AppJson, AuthUser, Caller, PathId, PathIds};
 use crate::http::fields::page_limit;
 use crate::http::{Answer, AppState, Envelope, ok};
 use crate::model::orgs::Member;
@@ -144,7 +144,7 @@ error_responses!(UpdateErrors:
 async fn update(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     PathIds(org, user): PathIds,
     AppJson(body): AppJson<RolesChange>,
 ) -> Result<Answer<MemberRoles>> {
@@ -175,7 +175,7 @@ error_responses!(RemoveErrors:
 async fn remove(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     PathIds(org, user): PathIds,
 ) -> Result<Answer<Deleted>> {
     state

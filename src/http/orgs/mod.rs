@@ -11,7 +11,7 @@ use uuid::Uuid;
 
 use super::auth::views::Deleted;
 use super::docs::{bearer_errors, body_errors, error_responses, server_errors};
-use super::extract::{AppJson, AuthUser, Client, PathId};
+use super::extract::{AppJson, AuthUser, Caller, PathId};
 use super::{Answer, AppState, Envelope, ok};
 use crate::auth::orgs::OrgPatch;
 use crate::clock::rfc3339;
@@ -123,7 +123,7 @@ error_responses!(CreateErrors:
 async fn create(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     AppJson(body): AppJson<NewOrg>,
 ) -> Result<(StatusCode, Answer<OrgView>)> {
     let org = state
@@ -177,7 +177,7 @@ error_responses!(UpdateErrors:
 async fn update(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     PathId(id): PathId,
     AppJson(body): AppJson<OrgChange>,
 ) -> Result<Answer<OrgView>> {
@@ -204,7 +204,7 @@ error_responses!(DeleteErrors:
 async fn remove(
     State(state): State<AppState>,
     AuthUser(who): AuthUser,
-    Client(client): Client,
+    Caller(client): Caller,
     PathId(id): PathId,
 ) -> Result<Answer<Deleted>> {
     state.auth.orgs.delete(&who, id, &client).await?;

@@ -17,7 +17,7 @@ use crate::auth::federation::{CallbackAnswer, Landing, Refusal};
 use crate::http::AppState;
 use crate::http::auth::identities::FLOW_COOKIE_SECONDS;
 use crate::http::cookies::{FEDERATION_COOKIE, cookie_values, federation_cookie, set_cookie};
-use crate::http::extract::Client;
+use crate::http::extract::Caller;
 use crate::http::pages::ACCOUNT;
 use crate::model::FlowPurpose;
 
@@ -39,7 +39,7 @@ struct StartQuery {
 /// `GET /auth/providers/{id}/start?return_to=&login_hint=`: to the provider.
 async fn start(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     id: Result<Path<String>, axum::extract::rejection::PathRejection>,
     query: Result<Query<StartQuery>, QueryRejection>,
 ) -> Response {
@@ -82,7 +82,7 @@ struct CallbackQuery {
 /// `GET /auth/providers/{id}/callback?code&state` (or `?error&state`): the provider's answer.
 async fn callback(
     State(state): State<AppState>,
-    Client(client): Client,
+    Caller(client): Caller,
     headers: HeaderMap,
     id: Result<Path<String>, axum::extract::rejection::PathRejection>,
     query: Result<Query<CallbackQuery>, QueryRejection>,
