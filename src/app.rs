@@ -10,7 +10,7 @@ use anyhow::Context as _;
 use tokio::net::TcpListener;
 use uuid::Uuid;
 
-use crate::auth::admin::Operator;
+use crate::auth::audit::Operator;
 use crate::auth::live;
 use crate::clock::Clock;
 use crate::config::Settings;

@@ -9,7 +9,7 @@ use secrecy::SecretString;
 use uuid::Uuid;
 
 use super::AuthSettings;
-use super::admin::Operator;
+use super::audit::Operator;
 use super::audit::{AuditEvent, Auditor, Subject};
 use super::directory::Directory;
 use super::live::LiveSessions;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use secrecy::{ExposeSecret, SecretString};
 
 use super::AMR_PASSWORD;
-use super::admin::Operator;
+use super::audit::Operator;
 use super::audit::{AuditEvent, Subject};
 use super::notices::{link_token_hash, new_link_token};
 use super::orgs::Orgs;

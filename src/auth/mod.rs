@@ -327,7 +327,7 @@ mod tests {
         let user = normal
             .admin
             .add_user(
-                admin::Operator::Cli,
+                audit::Operator::Cli,
                 &email,
                 &FullName::parse("Sue").unwrap(),
                 &[],

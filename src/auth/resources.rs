@@ -8,8 +8,8 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use super::Core;
-use super::admin::Operator;
 use super::audit::AuditEvent;
+use super::audit::Operator;
 use super::live::{read, write};
 use crate::error::{Conflict, Error, Result};
 use crate::model::resources::Catalog;

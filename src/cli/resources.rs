@@ -5,7 +5,7 @@
 use clap::Subcommand;
 use serde_json::json;
 
-use crate::auth::admin::Operator;
+use crate::auth::audit::Operator;
 use crate::auth::{ResourceChanges, ResourceInput};
 use crate::error::Error;
 use crate::model::Resource;

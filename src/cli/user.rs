@@ -9,7 +9,7 @@ use serde_json::json;
 use uuid::Uuid;
 
 use crate::auth::AuthService;
-use crate::auth::admin::Operator;
+use crate::auth::audit::Operator;
 use crate::clock::rfc3339;
 use crate::domain::{Email, FullName, Role};
 use crate::error::Error;

@@ -6,8 +6,9 @@
 use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
-use super::{ADMIN_ROLE, Operator};
+use super::ADMIN_ROLE;
 use crate::auth::Admin;
+use crate::auth::audit::Operator;
 use crate::auth::audit::{AuditEvent, Origin, Subject};
 use crate::auth::keys::new_keys;
 use crate::auth::password::check_policy;

@@ -5,8 +5,8 @@
 
 use uuid::Uuid;
 
-use super::Operator;
 use crate::auth::Admin;
+use crate::auth::audit::Operator;
 use crate::auth::audit::{AdminRead, AuditEvent};
 use crate::error::{Error, Result, Validator};
 use crate::model::{ManagedUser, Page};

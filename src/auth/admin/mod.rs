@@ -6,11 +6,8 @@
 use crate::auth::{Accounts, Core, Guard, Invitations, Orgs, Recovery, Sessions};
 use std::sync::Arc;
 
-use uuid::Uuid;
-
-use super::audit::Actor;
-use crate::error::{Conflict, Error, OwnAction, Result};
-use crate::model::{ClientInfo, Holder, Principal};
+use crate::error::{Error, Result};
+use crate::model::{Holder, Principal};
 
 pub mod actions;
 mod listing;
@@ -20,39 +17,6 @@ pub use listing::{AuditFilter, UserFilter};
 
 /// The role that opens the administration API.
 pub const ADMIN_ROLE: &str = "admin";
-
-/// Who asks for an administrative action.
-#[derive(Debug, Clone, Copy)]
-pub enum Operator<'a> {
-    /// The `gatehouse` command: whoever holds the database and the master key, the last resort
-    /// that can mend anything (so nothing it does counts as a lock-out).
-    Cli,
-    /// An admin through the API, as vetted by `AuthService::admin_caller`.
-    Admin {
-        who: &'a Principal,
-        client: &'a ClientInfo,
-    },
-}
-
-impl Operator<'_> {
-    pub(crate) fn actor(self) -> Actor {
-        match self {
-            Operator::Cli => Actor::Cli,
-            Operator::Admin { .. } => Actor::Admin,
-        }
-    }
-
-    /// Refuses an admin's action on their own account that would shut them out of this API
-    /// (`CONFLICT`); `what` names it in the answer.
-    pub(crate) fn not_on_self(self, target: Uuid, what: OwnAction) -> Result<()> {
-        match self {
-            Operator::Admin { who, .. } if who.user_id == target => {
-                Err(Error::Conflict(Conflict::OwnAccount(what)))
-            }
-            _ => Ok(()),
-        }
-    }
-}
 
 /// What operators do to accounts, from the CLI or the administration API.
 #[derive(Clone)]

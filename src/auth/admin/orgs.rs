@@ -4,7 +4,8 @@
 
 use uuid::Uuid;
 
-use super::{Admin, Operator};
+use super::Admin;
+use crate::auth::audit::Operator;
 use crate::auth::audit::{Actor, AdminRead, AuditEvent, OrgEvent};
 use crate::auth::orgs::MemberPage;
 use crate::error::{Error, Result, Validator};

@@ -12,7 +12,7 @@ use secrecy::SecretString;
 use uuid::Uuid;
 
 use super::Core;
-use super::admin::Operator;
+use super::audit::Operator;
 use super::audit::{Actor, AuditEvent, Subject};
 use crate::error::{Conflict, Error, Result};
 use crate::mail::Notice;

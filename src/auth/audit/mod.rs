@@ -8,8 +8,10 @@ use crate::store::Store;
 use crate::store::audit::NewEvent;
 
 mod events;
+mod operator;
 
 pub use events::{Actor, AdminRead, AuditEvent, LoginFailure, OrgEvent, Origin};
+pub use operator::Operator;
 
 /// Whom an audit event is about: the account, its session, the admin who acted on it and where
 /// the call came from; built by naming each (`Subject::user(id).in_session(sid).from(client)`),

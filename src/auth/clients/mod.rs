@@ -11,7 +11,7 @@ use subtle::ConstantTimeEq as _;
 use uuid::Uuid;
 
 use super::Core;
-use super::admin::Operator;
+use super::audit::Operator;
 use super::audit::{AdminRead, AuditEvent};
 use crate::crypto::random_token;
 use crate::error::{Error, Result};

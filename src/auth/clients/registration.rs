@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::Clients;
 use super::metadata::{self, ClientMetadata, MetadataRefused, metadata_error};
-use crate::auth::admin::Operator;
+use crate::auth::audit::Operator;
 use crate::auth::audit::{AuditEvent, Subject};
 use crate::auth::oauth::{OAuthError, OAuthFailure};
 use crate::config::RegistrationMode;

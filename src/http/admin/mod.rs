@@ -9,7 +9,7 @@ use utoipa_axum::router::OpenApiRouter;
 
 use super::AppState;
 use super::extract::{Caller, bearer_token};
-use crate::auth::admin::Operator;
+use crate::auth::audit::Operator;
 use crate::error::{Error, Result, Validator};
 use crate::model::{ClientInfo, Principal};
 
