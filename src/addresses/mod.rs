@@ -29,6 +29,20 @@ pub fn https_or_loopback(url: &Url) -> bool {
     }
 }
 
+/// Whether `text` names a service: an absolute http(s) URL with a host, without credentials, a
+/// query or a fragment. What an issuer must be for the OpenID provider to be on (docs/api.md §11)
+/// and what a resource indicator must be (RFC 8707 §2).
+pub fn is_service_url(text: &str) -> bool {
+    Url::parse(text).is_ok_and(|url| {
+        matches!(url.scheme(), "http" | "https")
+            && url.host().is_some()
+            && url.username().is_empty()
+            && url.password().is_none()
+            && url.query().is_none()
+            && url.fragment().is_none()
+    })
+}
+
 /// A loopback address, in either family or as IPv4 in IPv6 (`::ffff:127.0.0.1`).
 pub fn is_loopback_ip(ip: IpAddr) -> bool {
     match ip {
@@ -177,5 +191,15 @@ mod tests {
         assert!(https_or_loopback(&url("https://example.com/")));
         assert!(!https_or_loopback(&url("ftp://localhost/")));
         assert!(is_loopback_ip(ip("::ffff:127.0.0.1")));
+        assert!(is_service_url("https://api.example.com/v1"));
+        for not_a_service in [
+            "api.example.com",
+            "ftp://api.example.com",
+            "https://user@api.example.com",
+            "https://api.example.com/?q",
+            "https://api.example.com/#f",
+        ] {
+            assert!(!is_service_url(not_a_service), "{not_a_service}");
+        }
     }
 }

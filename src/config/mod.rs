@@ -257,7 +257,7 @@ impl Settings {
     /// §11): relying parties compare the ID token's `iss` with the URL they discovered it at, and
     /// an issuer such as the default `gatehouse` cannot be one.
     pub fn provider_issuer(&self) -> Option<&str> {
-        tokens::is_url_issuer(&self.issuer).then_some(self.issuer.as_str())
+        crate::addresses::is_service_url(&self.issuer).then_some(self.issuer.as_str())
     }
 }
 

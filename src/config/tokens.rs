@@ -8,18 +8,6 @@ use super::source::Source;
 use super::values::{Setting, SettingsError};
 use crate::crypto::SigningAlg;
 
-/// Whether `issuer` is an absolute http(s) URL, which the OpenID provider needs (docs/api.md §11).
-pub(super) fn is_url_issuer(issuer: &str) -> bool {
-    url::Url::parse(issuer).is_ok_and(|url| {
-        matches!(url.scheme(), "http" | "https")
-            && url.host().is_some()
-            && url.username().is_empty()
-            && url.password().is_none()
-            && url.query().is_none()
-            && url.fragment().is_none()
-    })
-}
-
 /// EdDSA unless resource servers need ES256 or RS256 (JWT libraries without EdDSA: go-oidc, cjose).
 pub(super) fn access_token_alg(
     src: &Source,
@@ -79,7 +67,7 @@ pub(super) fn oauth_resources(
     let (setting, value) = src.get("oauth_resources", &args.oauth_resources, "");
     let mut resources: Vec<String> = Vec::new();
     for resource in value.split(',').map(str::trim).filter(|r| !r.is_empty()) {
-        if !crate::model::resources::is_resource_indicator(resource) {
+        if !crate::addresses::is_service_url(resource) {
             return Err(setting.invalid(
                 resource,
                 "is not an absolute http(s) URL without query or fragment",

@@ -6,7 +6,6 @@
 use std::fmt;
 
 pub mod rules;
-pub use rules::is_resource_indicator;
 
 /// The OpenID scopes: what a token says about the person (OpenID Connect Core §5.4), which every
 /// deployment has, whatever APIs it declares.

@@ -50,7 +50,7 @@ impl Resource {
             );
         }
         if let Some(audience) = &self.audience {
-            if !is_resource_indicator(audience) {
+            if !crate::addresses::is_service_url(audience) {
                 return fault(
                     "audience",
                     format!(
@@ -115,18 +115,4 @@ impl Resource {
 fn sentence_ok(text: &str) -> bool {
     let text = text.trim();
     !text.is_empty() && text.chars().count() <= 200 && !text.chars().any(char::is_control)
-}
-
-/// Whether `text` can name a resource server (RFC 8707 §2): an absolute http(s) URL with a host,
-/// without a fragment, and without a query or credentials, which have no place in a service's
-/// name either.
-pub fn is_resource_indicator(text: &str) -> bool {
-    url::Url::parse(text).is_ok_and(|url| {
-        matches!(url.scheme(), "http" | "https")
-            && url.host().is_some()
-            && url.username().is_empty()
-            && url.password().is_none()
-            && url.query().is_none()
-            && url.fragment().is_none()
-    })
 }
