@@ -97,6 +97,16 @@ impl Checked<'_> {
         Authorization::Redirect(url.into())
     }
 
+    /// A sign-in (again): the sign-in page, or `login_required` back to the client with
+    /// `prompt=none`, which forbids showing a page.
+    fn login(&self, prompt: &Prompt, why: &str) -> Stop {
+        Stop::Answer(if prompt.none {
+            self.error(OAuthError::LoginRequired, why)
+        } else {
+            Authorization::LoginRequired
+        })
+    }
+
     fn error(&self, error: OAuthError, description: &str) -> Authorization {
         match self.back(&[
             ("error", error.as_str()),
@@ -249,15 +259,8 @@ impl Provider {
         person: Option<Person>,
         prompt: &Prompt,
     ) -> Flow<(Person, Session)> {
-        let login = |why: &str| {
-            Stop::Answer(if prompt.none {
-                checked.error(OAuthError::LoginRequired, why)
-            } else {
-                Authorization::LoginRequired
-            })
-        };
         let Some(person) = person else {
-            return Err(login("no one is signed in"));
+            return Err(checked.login(prompt, "no one is signed in"));
         };
         let session = self
             .core
@@ -266,7 +269,7 @@ impl Provider {
             .await?
             .filter(|s| s.revoked_at.is_none() && s.user_id == person.user_id);
         let Some(session) = session else {
-            return Err(login("no one is signed in"));
+            return Err(checked.login(prompt, "no one is signed in"));
         };
         if session.grant.is_some() {
             return Err(Stop::Failed(Error::Forbidden));
@@ -284,14 +287,7 @@ impl Provider {
         if !(prompt.login || too_old) {
             return Ok(());
         }
-        Err(Stop::Answer(if prompt.none {
-            checked.error(
-                OAuthError::LoginRequired,
-                "the sign-in is older than max_age",
-            )
-        } else {
-            Authorization::LoginRequired
-        }))
+        Err(checked.login(prompt, "the sign-in is older than max_age"))
     }
 
     /// The organisation the authorization acts in, once the person has allowed a third-party
