@@ -31,7 +31,19 @@ pub(crate) fn status(code: OAuthError) -> StatusCode {
         OAuthError::RateLimited => StatusCode::TOO_MANY_REQUESTS,
         OAuthError::ServerError => StatusCode::INTERNAL_SERVER_ERROR,
         OAuthError::TemporarilyUnavailable => StatusCode::SERVICE_UNAVAILABLE,
-        _ => StatusCode::BAD_REQUEST,
+        // Named, not a wildcard: a new code must be given its status here.
+        OAuthError::InvalidRequest
+        | OAuthError::InvalidGrant
+        | OAuthError::UnauthorizedClient
+        | OAuthError::UnsupportedGrantType
+        | OAuthError::UnsupportedResponseType
+        | OAuthError::InvalidScope
+        | OAuthError::AccessDenied
+        | OAuthError::InvalidTarget
+        | OAuthError::LoginRequired
+        | OAuthError::ConsentRequired
+        | OAuthError::InvalidRedirectUri
+        | OAuthError::InvalidClientMetadata => StatusCode::BAD_REQUEST,
     }
 }
 
