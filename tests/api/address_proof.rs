@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::authenticator::Authenticator;
 use crate::guard::{AUTH_REQUEST, ask, within};
-use crate::helpers::{Backend, PASSWORD, REVOCATION_DELAY, TestApp, both_backends};
+use crate::helpers::{Backend, PASSWORD, SPREAD_DEADLINE, TestApp, both_backends};
 use crate::passkeys::{login_finish, login_start, register, sign_in};
 use crate::smtp::{PUBLIC_URL, SmtpServer, app_with_smtp};
 
@@ -232,7 +232,7 @@ async fn guarded_services_are_told_whether_the_address_is_verified(backend: Back
     app.post("/api/v1/auth/email/verify", json!({ "token": link }))
         .await
         .data(200);
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         ask(&app, AUTH_REQUEST, Some(&token), &other)
             .await
             .header("remote-email-verified")

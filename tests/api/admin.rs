@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use crate::authenticator::Authenticator;
 use crate::guard::{FORWARD_AUTH, ask, two_factor_token, within};
-use crate::helpers::{Backend, PASSWORD, REVOCATION_DELAY, TestApp, both_backends, spawn_app};
+use crate::helpers::{Backend, PASSWORD, SPREAD_DEADLINE, TestApp, both_backends, spawn_app};
 use crate::smtp::{SmtpServer, app_with_smtp};
 
 both_backends!(
@@ -841,7 +841,7 @@ async fn changes_reach_another_instance_within_two_seconds(backend: Backend) {
     patch(&a, &path, &root.strong, json!({ "roles": [] }))
         .await
         .data(200);
-    let took = within(REVOCATION_DELAY, || async {
+    let took = within(SPREAD_DEADLINE, || async {
         ask(&b, FORWARD_AUTH, Some(&access), &[])
             .await
             .header("remote-groups")
@@ -853,7 +853,7 @@ async fn changes_reach_another_instance_within_two_seconds(backend: Backend) {
     patch(&a, &path, &root.strong, json!({ "disabled": true }))
         .await
         .data(200);
-    let took = b.refused_within(&access, REVOCATION_DELAY).await;
+    let took = b.refused_within(&access, SPREAD_DEADLINE).await;
     eprintln!("a disabled account's token was refused by the other instance after {took:?}");
     patch(&a, &path, &root.strong, json!({ "disabled": false }))
         .await
@@ -871,14 +871,14 @@ async fn changes_reach_another_instance_within_two_seconds(backend: Backend) {
     )
     .await
     .data(200);
-    b.refused_within(&strong, REVOCATION_DELAY).await;
+    b.refused_within(&strong, SPREAD_DEADLINE).await;
 
     // Deleted: the same.
     let access = token(&b, "ivy@example.com").await;
     call(&a, Method::DELETE, &path, &root.strong, None)
         .await
         .data(200);
-    b.refused_within(&access, REVOCATION_DELAY).await;
+    b.refused_within(&access, SPREAD_DEADLINE).await;
 
     // An admin demoted on A is refused by B's gate within the delay.
     let ada = admin(&a, "ada@example.com").await;
@@ -886,7 +886,7 @@ async fn changes_reach_another_instance_within_two_seconds(backend: Backend) {
     patch(&a, &user_path(root.id), &ada.strong, json!({ "roles": [] }))
         .await
         .data(200);
-    let took = within(REVOCATION_DELAY, || async {
+    let took = within(SPREAD_DEADLINE, || async {
         b.get("/api/v1/admin/users", &root.strong).await.status == 403
     })
     .await;

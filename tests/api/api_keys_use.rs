@@ -11,7 +11,7 @@ use serde_json::json;
 
 use crate::api_keys::{KEYS, new_key};
 use crate::guard::{FORWARD_AUTH, ask, roles, with_rules, within};
-use crate::helpers::{Backend, REVOCATION_DELAY, TestApp, both_backends, claims};
+use crate::helpers::{Backend, SPREAD_DEADLINE, TestApp, both_backends, claims};
 use crate::introspection::{add_client, introspect};
 use crate::oauth_helpers::{ISSUER, add_client as add_oauth_client, token as token_call};
 use crate::orgs::{call, create_org, join};
@@ -80,7 +80,7 @@ async fn forward_auth_and_introspection_describe_the_keys_owner(backend: Backend
     assert_eq!(forward_auth(&app, &key, "/admin").await.status, 403);
     // Added by the CLI (another process): seen within the revocation delay.
     roles(&app, "ann@example.com", &["--add", "ops"]);
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         forward_auth(&app, &key, "/admin").await.status == 200
     })
     .await;
@@ -252,7 +252,7 @@ async fn a_key_for_an_organisation_ends_with_the_membership(backend: Backend) {
         .await
         .data(200);
     for instance in [&app, &twin] {
-        within(REVOCATION_DELAY, || async {
+        within(SPREAD_DEADLINE, || async {
             instance.get("/api/v1/crm/contacts", &key).await.status == 401
         })
         .await;

@@ -3,7 +3,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, PASSWORD, REVOCATION_DELAY, both_backends, run, spawn_app};
+use crate::helpers::{Backend, PASSWORD, SPREAD_DEADLINE, both_backends, run, spawn_app};
 
 both_backends!(
     user_add_prints_the_id_and_refuses_duplicates_and_weak_passwords,
@@ -127,7 +127,7 @@ async fn disable_ends_every_session_and_enable_restores_login(backend: Backend) 
     let output = app.cli(&["user", "disable", "DAN@example.com"], None);
     assert!(output.status.success(), "{}", stderr(&output));
     // The CLI is another process: the service learns of the revocation by polling.
-    app.refused_within(&token, REVOCATION_DELAY).await;
+    app.refused_within(&token, SPREAD_DEADLINE).await;
     app.post("/api/v1/auth/refresh", json!({ "refreshToken": refresh }))
         .await
         .error(401, "REFRESH_TOKEN_INVALID");
@@ -162,7 +162,7 @@ async fn set_password_and_reset_2fa(backend: Backend) {
         Some(&format!("{new_password}\r\n")),
     );
     assert!(output.status.success(), "{}", stderr(&output));
-    app.refused_within(&token, REVOCATION_DELAY).await;
+    app.refused_within(&token, SPREAD_DEADLINE).await;
     app.login("eli@example.com", PASSWORD)
         .await
         .error(401, "INVALID_CREDENTIALS");
@@ -187,7 +187,7 @@ async fn set_password_and_reset_2fa(backend: Backend) {
             .success()
     );
     // The sessions the lost authenticator vouched for end too (the same action as the API's).
-    app.refused_within(&strong, REVOCATION_DELAY).await;
+    app.refused_within(&strong, SPREAD_DEADLINE).await;
     let login = app.login("eli@example.com", new_password).await;
     assert!(login.data(200)["accessToken"].is_string(), "2FA is off");
     fails_with(
@@ -678,7 +678,7 @@ async fn end_sessions_send_reset_and_delete(backend: Backend) {
     let ended = app.cli(&["user", "end-sessions", "gus@example.com"], None);
     assert!(ended.status.success(), "{}", stderr(&ended));
     assert!(stderr(&ended).contains("ended 1 session"));
-    app.refused_within(&token, REVOCATION_DELAY).await;
+    app.refused_within(&token, SPREAD_DEADLINE).await;
 
     // Reset links go to the outbox (a running server delivers them), 3 an hour.
     for _ in 0..3 {
@@ -700,7 +700,7 @@ async fn end_sessions_send_reset_and_delete(backend: Backend) {
         .to_owned();
     let deleted = app.cli(&["user", "delete", "gus@example.com"], None);
     assert!(deleted.status.success(), "{}", stderr(&deleted));
-    app.refused_within(&token, REVOCATION_DELAY).await;
+    app.refused_within(&token, SPREAD_DEADLINE).await;
     app.login("gus@example.com", PASSWORD)
         .await
         .error(401, "INVALID_CREDENTIALS");

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::admin::admin;
 use crate::guard::within;
-use crate::helpers::{Backend, REVOCATION_DELAY, TestApp, both_backends};
+use crate::helpers::{Backend, SPREAD_DEADLINE, TestApp, both_backends};
 use crate::oauth_helpers::{
     add_client, authorization, authorize, code, exchange, pkce, provider_app, provider_pair, token,
 };
@@ -114,7 +114,7 @@ async fn a_scope_taken_from_a_client_is_issued_no_more(backend: Backend) {
     .await
     .data(200);
     let current = std::sync::Mutex::new(current);
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         let presented = current.lock().unwrap().clone();
         let (status, renewed) = refresh(&twin, &client, &presented).await;
         assert_eq!(status, 200, "{renewed}");
@@ -180,7 +180,7 @@ async fn a_rotated_secret_overlaps_the_old_one_on_every_instance(backend: Backen
         !listed.contains(&new) && !listed.contains(&old),
         "secrets are shown once"
     );
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         grant_with(&twin, &client, &new).await == 200
     })
     .await;
@@ -276,7 +276,7 @@ async fn the_cli_changes_a_client_and_every_instance_sees_it(backend: Backend) {
     assert_eq!(app.audit_count("client.changed", None).await, 1);
     // The twin sends codes to the new address within 2 s, and refuses the old one.
     let (_, challenge) = pkce();
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         let mut body = authorization(&client, "openid", &challenge);
         body["redirectUri"] = json!(moved);
         authorize(&twin, &person, body).await.status == 200

@@ -9,7 +9,7 @@ use serde_json::json;
 
 use crate::admin::admin;
 use crate::guard::{FORWARD_AUTH, ask, with_rules, within};
-use crate::helpers::{Backend, PASSWORD, REVOCATION_DELAY, TestApp, both_backends, claims};
+use crate::helpers::{Backend, PASSWORD, SPREAD_DEADLINE, TestApp, both_backends, claims};
 use crate::introspection::introspect;
 use crate::oauth_helpers::{Client, ISSUER, add_client, code, exchange, provider_app, token};
 
@@ -140,7 +140,7 @@ async fn a_client_token_is_the_client_at_forward_auth_and_introspection(backend:
     .await
     .data(200);
     assert_eq!(ask(&app, FORWARD_AUTH, Some(&own), &[]).await.status, 401);
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         ask(&twin, FORWARD_AUTH, Some(&own), &[]).await.status == 401
     })
     .await;
@@ -243,7 +243,7 @@ async fn a_clients_rule_admits_exactly_the_clients_it_names(backend: Backend) {
     // Removing the client (on the other instance): 401 within 2 s.
     let removed = app.cli(&["clients", "remove", &reports.id], None);
     assert!(removed.status.success());
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         status(own.clone(), "/export").await == 401
     })
     .await;
@@ -292,7 +292,7 @@ async fn a_revoked_client_token_ends_on_every_instance(backend: Backend) {
     assert_eq!(revoke(&reports, &own).await, 200);
     assert!(!active(&app, &reports, &own).await);
     assert_eq!(ask(&app, FORWARD_AUTH, Some(&own), &[]).await.status, 401);
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         !active(&twin, &reports, &own).await
             && ask(&twin, FORWARD_AUTH, Some(&own), &[]).await.status == 401
     })

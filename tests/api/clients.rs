@@ -3,14 +3,12 @@
 //! audit trail, a removed client refused by another instance, public clients kept away from
 //! introspection (discovery: `discovery.rs`).
 
-use std::time::Duration;
-
 use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::admin::admin;
 use crate::guard::{two_factor_token, within};
-use crate::helpers::{Backend, PASSWORD, REVOCATION_DELAY, TestApp, both_backends, spawn_app};
+use crate::helpers::{Backend, PASSWORD, SPREAD_DEADLINE, TestApp, both_backends, spawn_app};
 use crate::introspection::introspect;
 
 both_backends!(
@@ -549,12 +547,11 @@ async fn a_removed_client_is_refused_by_another_instance(backend: Backend) {
     )
     .await
     .data(200);
-    let took = within(REVOCATION_DELAY, || async {
+    let took = within(SPREAD_DEADLINE, || async {
         introspect(&b, Some((id, secret)), &form).await.0 == 401
     })
     .await;
     eprintln!("a removed client was refused by the other instance after {took:?}");
-    assert!(took <= Duration::from_secs(2));
 }
 
 async fn public_clients_cannot_introspect_and_confidential_ones_may_post_their_secret(

@@ -10,7 +10,7 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::helpers::{
-    Backend, PASSWORD, REVOCATION_DELAY, TestApp, both_backends, claims, code_at, now_seconds,
+    Backend, PASSWORD, SPREAD_DEADLINE, TestApp, both_backends, claims, code_at, now_seconds,
     spawn_app, spawn_app_with,
 };
 
@@ -233,7 +233,7 @@ async fn roles_reach_tokens_the_account_and_forward_auth(backend: Backend) {
 
     // Forward-auth answers with the roles as they are now, the old token notwithstanding; the
     // change was made by another process (the CLI), so it arrives by polling.
-    let took = within(REVOCATION_DELAY, || async {
+    let took = within(SPREAD_DEADLINE, || async {
         ask(&app, FORWARD_AUTH, Some(&old_token), &[])
             .await
             .header("remote-groups")
@@ -256,7 +256,7 @@ async fn roles_reach_tokens_the_account_and_forward_auth(backend: Backend) {
         ),
         ["admin"]
     );
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         ask(&app, FORWARD_AUTH, Some(&token), &[])
             .await
             .header("remote-groups")
@@ -445,7 +445,7 @@ async fn access_rules_decide_by_host_path_method_role_and_factor(backend: Backen
 
     // With the role, allowed (as soon as the change reaches this instance).
     roles(&app, "ann@example.com", &["--add", "ops"]);
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         status("POST", "admin.example.com", "/api/admin", t()).await == 200
     })
     .await;

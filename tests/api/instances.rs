@@ -9,7 +9,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 
 use crate::helpers::{
-    Backend, Http, Instance, PASSWORD, REVOCATION_DELAY, TestDatabase, both_backends, jwt_header,
+    Backend, Http, Instance, PASSWORD, SPREAD_DEADLINE, TestDatabase, both_backends, jwt_header,
     rotated_kid, spawn_app_with,
 };
 
@@ -65,7 +65,7 @@ async fn revocations_on_one_instance_reach_the_other(backend: Backend) {
     a.call(Method::POST, "/api/v1/auth/logout", Some(&token), None)
         .await
         .data(200);
-    let delay = b.refused_within(&token, REVOCATION_DELAY).await;
+    let delay = b.refused_within(&token, SPREAD_DEADLINE).await;
     eprintln!("logout on one instance refused on the other after {delay:?}");
 
     // A password change on B ends the session held through A.
@@ -80,7 +80,7 @@ async fn revocations_on_one_instance_reach_the_other(backend: Backend) {
     )
     .await
     .data(200);
-    a.refused_within(&held_on_a, REVOCATION_DELAY).await;
+    a.refused_within(&held_on_a, SPREAD_DEADLINE).await;
     a.get("/api/v1/auth/me", &on_b).await.data(200);
 
     // A session deleted through A ends on B.
@@ -97,13 +97,13 @@ async fn revocations_on_one_instance_reach_the_other(backend: Backend) {
     )
     .await
     .data(200);
-    b.refused_within(&other, REVOCATION_DELAY).await;
+    b.refused_within(&other, SPREAD_DEADLINE).await;
 
     // An administrator disabling the account from the CLI ends its sessions on both.
     let output = db.cli(&["user", "disable", "ann@example.com"], None);
     assert!(output.status.success());
-    a.refused_within(&on_b, REVOCATION_DELAY).await;
-    b.refused_within(&on_b, REVOCATION_DELAY).await;
+    a.refused_within(&on_b, SPREAD_DEADLINE).await;
+    b.refused_within(&on_b, SPREAD_DEADLINE).await;
 }
 
 /// The EdDSA keys' kids (the access tokens' keys here).

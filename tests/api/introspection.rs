@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use crate::guard::{roles, within};
 use crate::helpers::{
-    Backend, REVOCATION_DELAY, TestApp, both_backends, claims, spawn_app, spawn_app_with,
+    Backend, SPREAD_DEADLINE, TestApp, both_backends, claims, spawn_app, spawn_app_with,
 };
 
 both_backends!(
@@ -89,7 +89,7 @@ async fn introspection_answers_registered_clients_only(backend: Backend) {
     assert_eq!(live["name"], "Test User");
     assert_eq!(live["token_type"], "Bearer");
     // The roles as they are now, not as issued.
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         introspect(&app, client, &format!("token={token}")).await.2["roles"]
             == serde_json::json!(["billing"])
     })

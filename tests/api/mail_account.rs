@@ -5,7 +5,7 @@ use gatehouse::config::SettingsArgs;
 use reqwest::Method;
 use serde_json::json;
 
-use crate::helpers::{Backend, PASSWORD, REVOCATION_DELAY, both_backends, code_at};
+use crate::helpers::{Backend, PASSWORD, SPREAD_DEADLINE, both_backends, code_at};
 use crate::smtp::{SmtpServer, app_with_smtp};
 
 both_backends!(
@@ -319,7 +319,7 @@ async fn the_owner_deletes_the_account(backend: Backend) {
         .await
         .error(403, "INVALID_CREDENTIALS");
     delete(json!({ "password": PASSWORD })).await.data(200);
-    app.refused_within(&access, REVOCATION_DELAY).await;
+    app.refused_within(&access, SPREAD_DEADLINE).await;
     app.post("/api/v1/auth/refresh", json!({ "refreshToken": refresh }))
         .await
         .error(401, "REFRESH_TOKEN_INVALID");

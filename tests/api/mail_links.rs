@@ -6,7 +6,7 @@ use std::time::Duration;
 use gatehouse::config::SettingsArgs;
 use serde_json::json;
 
-use crate::helpers::{Backend, PASSWORD, REVOCATION_DELAY, TestApp, both_backends, code_at};
+use crate::helpers::{Backend, PASSWORD, SPREAD_DEADLINE, TestApp, both_backends, code_at};
 use crate::smtp::{PUBLIC_URL, SmtpServer, app_with_smtp, outbox_drained};
 
 both_backends!(
@@ -69,8 +69,8 @@ async fn a_reset_ends_every_session_and_its_link_works_once(backend: Backend) {
     .await
     .error(400, "LINK_INVALID");
     // Every session, on this instance at once (and on others within the revocation delay).
-    app.refused_within(&access, REVOCATION_DELAY).await;
-    app.refused_within(&other_access, REVOCATION_DELAY).await;
+    app.refused_within(&access, SPREAD_DEADLINE).await;
+    app.refused_within(&other_access, SPREAD_DEADLINE).await;
     app.post("/api/v1/auth/refresh", json!({ "refreshToken": refresh }))
         .await
         .error(401, "REFRESH_TOKEN_INVALID");

@@ -5,7 +5,7 @@
 use reqwest::Method;
 
 use crate::guard::within;
-use crate::helpers::{Backend, REVOCATION_DELAY, both_backends, claims};
+use crate::helpers::{Backend, SPREAD_DEADLINE, both_backends, claims};
 use crate::oauth_helpers::{add_client, code, exchange, provider_pair, userinfo};
 
 both_backends!(codes_and_revocations_reach_every_instance);
@@ -32,7 +32,7 @@ async fn codes_and_revocations_reach_every_instance(backend: Backend) {
     .await
     .data(200);
     assert_eq!(userinfo(&one, &access).await.0, 401);
-    within(REVOCATION_DELAY, || {
+    within(SPREAD_DEADLINE, || {
         let two = &two;
         let access = access.clone();
         async move { userinfo(two, &access).await.0 == 401 }

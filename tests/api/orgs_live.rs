@@ -8,7 +8,7 @@ use reqwest::Method;
 use serde_json::json;
 
 use crate::guard::{FORWARD_AUTH, ask, with_rules, within};
-use crate::helpers::{Backend, REVOCATION_DELAY, TestApp, both_backends, claims};
+use crate::helpers::{Backend, SPREAD_DEADLINE, TestApp, both_backends, claims};
 use crate::introspection::{add_client, introspect};
 use crate::orgs::{call, create_org, join, switch};
 use crate::proxies::{Kind, Proxy, installed};
@@ -135,7 +135,7 @@ async fn a_removed_member_is_refused_on_every_instance(backend: Backend) {
     )
     .await
     .data(200);
-    let took = within(REVOCATION_DELAY, || async {
+    let took = within(SPREAD_DEADLINE, || async {
         b.get("/api/v1/crm/contacts", &ann_in).await.status == 401
     })
     .await;
@@ -175,7 +175,7 @@ async fn a_role_change_is_seen_live_by_a_rule_on_another_instance(backend: Backe
     .await
     .data(200);
     // The same token, issued before the change: the rule reads the roles of now.
-    let took = within(REVOCATION_DELAY, || async {
+    let took = within(SPREAD_DEADLINE, || async {
         forward_auth(&b, &ann_in, "/sales/q4").await.status == 200
     })
     .await;
@@ -202,7 +202,7 @@ async fn a_deleted_organisation_is_refused_on_every_instance(backend: Backend) {
     )
     .await
     .data(200);
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         b.get("/api/v1/crm/contacts", &ann_in).await.status == 401
     })
     .await;
@@ -238,7 +238,7 @@ async fn a_policy_of_two_factors_reaches_sessions_already_in_the_organisation(ba
     )
     .await
     .data(200);
-    let took = within(REVOCATION_DELAY, || async {
+    let took = within(SPREAD_DEADLINE, || async {
         b.get("/api/v1/crm/contacts", &ann_in).await.status == 401
     })
     .await;

@@ -14,7 +14,7 @@ use reqwest::StatusCode;
 
 use crate::guard::{two_factor_token, within};
 use crate::helpers::{
-    Backend, Http, Instance, PASSWORD, REVOCATION_DELAY, TestDatabase, both_backends, claims,
+    Backend, Http, Instance, PASSWORD, SPREAD_DEADLINE, TestDatabase, both_backends, claims,
     installed_or_skipped, spawn_app_with,
 };
 use crate::instances::add_user;
@@ -274,7 +274,7 @@ async fn lets_through_live_sessions_only(kind: Kind, backend: Backend) {
         None,
     );
     assert!(output.status.success());
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         proxy.get("/admin/users", Some(&token), &[]).await == 200
     })
     .await;
@@ -343,7 +343,7 @@ async fn revocations_reach_the_proxy(kind: Kind, backend: Backend) {
         None,
     );
     assert!(removed.status.success());
-    let took = within(REVOCATION_DELAY, || async {
+    let took = within(SPREAD_DEADLINE, || async {
         proxy.get("/admin", Some(&ann), &[]).await == 403
     })
     .await;
@@ -359,7 +359,7 @@ async fn revocations_reach_the_proxy(kind: Kind, backend: Backend) {
     )
     .await
     .data(200);
-    let took = within(REVOCATION_DELAY, || async {
+    let took = within(SPREAD_DEADLINE, || async {
         proxy.get("/hello", Some(&ann), &[]).await == 401
     })
     .await;
@@ -373,7 +373,7 @@ async fn revocations_reach_the_proxy(kind: Kind, backend: Backend) {
             .status
             .success()
     );
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         proxy.get("/admin", Some(&bob), &[]).await == 401
     })
     .await;

@@ -8,7 +8,7 @@
 use gatehouse::config::SettingsArgs;
 
 use crate::guard::within;
-use crate::helpers::{Backend, REVOCATION_DELAY, both_backends, claims, spawn_app_with};
+use crate::helpers::{Backend, SPREAD_DEADLINE, both_backends, claims, spawn_app_with};
 use crate::proxies::{Kind, Proxy, installed, rules_file};
 use crate::upstream::Upstream;
 
@@ -220,7 +220,7 @@ async fn passes_on_only_what_gatehouse_judged(kind: Kind, backend: Backend) {
     // given the host that was judged, not the Host header.
     crate::guard::roles(&app, "ann@example.com", &["--add", "ops"]);
     let (_, first) = &sites[0];
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         first.raw("/dash", "ops.example.com", &[&bearer]).await == 200
     })
     .await;

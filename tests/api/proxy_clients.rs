@@ -7,7 +7,7 @@ use gatehouse::config::SettingsArgs;
 
 use crate::client_tokens::{client_token, given_to, service};
 use crate::guard::within;
-use crate::helpers::{Backend, REVOCATION_DELAY, both_backends, claims};
+use crate::helpers::{Backend, SPREAD_DEADLINE, both_backends, claims};
 use crate::oauth_helpers::{ISSUER, provider_app};
 use crate::proxies::{Kind, Proxy, installed, rules_file};
 use crate::upstream::Upstream;
@@ -123,7 +123,7 @@ async fn passes_a_named_client_and_no_other(kind: Kind, backend: Backend) {
     // The client removed on A: the proxy in front of B refuses its token within 2 s.
     let removed = a.cli(&["clients", "remove", &reports.id], None);
     assert!(removed.status.success());
-    let took = within(REVOCATION_DELAY, || async {
+    let took = within(SPREAD_DEADLINE, || async {
         proxy.get("/export", Some(&own), &[]).await == 401
     })
     .await;

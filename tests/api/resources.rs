@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 
 use crate::admin::admin;
 use crate::guard::{FORWARD_AUTH, ask, within};
-use crate::helpers::{Backend, REVOCATION_DELAY, TestApp, both_backends, claims};
+use crate::helpers::{Backend, SPREAD_DEADLINE, TestApp, both_backends, claims};
 use crate::introspection::introspect;
 use std::process::Output;
 
@@ -378,7 +378,7 @@ async fn apis_declared_through_the_admin_api_reach_every_instance(backend: Backe
     let client = add_client(&app, "Invoices", &["--scope", "openid billing:read"]);
     let (person, _) = twin.logged_in_user("ada@example.com").await;
     let (_, challenge) = pkce();
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         let asked = authorize(
             &twin,
             &person,
@@ -412,7 +412,7 @@ async fn apis_declared_through_the_admin_api_reach_every_instance(backend: Backe
     )
     .await
     .data(200);
-    within(REVOCATION_DELAY, || async {
+    within(SPREAD_DEADLINE, || async {
         let (_, challenge) = pkce();
         let asked = authorize(
             &twin,

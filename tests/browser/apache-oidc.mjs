@@ -10,18 +10,17 @@
 // http://127.0.0.1:PORT), GATEHOUSE_EMAIL, GATEHOUSE_PASSWORD, GATEHOUSE_USER_ID,
 // GATEHOUSE_CLIENT_ID.
 import http from "node:http";
-import { BASE, assert, assertNoPageErrors, expectText, newPage, required, run } from "./common.mjs";
+import { BASE, PATIENCE_MS, assert, assertNoPageErrors, expectText, newPage, required, run } from "./common.mjs";
 
 const app = required("APP");
 const email = required("GATEHOUSE_EMAIL");
 const password = required("GATEHOUSE_PASSWORD");
 const userId = required("GATEHOUSE_USER_ID");
 const clientId = required("GATEHOUSE_CLIENT_ID");
-const LOGOUT_WITHIN_MS = 5_000;
 
 /** Waits for the browser to be at Gatehouse's authorization page (any step of it). */
 async function atGatehouse(page) {
-  const deadline = Date.now() + 10_000;
+  const deadline = Date.now() + PATIENCE_MS;
   while (new URL(page.url()).origin !== BASE) {
     if (Date.now() > deadline) throw new Error(`not sent to Gatehouse: at ${page.url()}`);
     await new Promise((r) => setTimeout(r, 25));
@@ -43,7 +42,7 @@ async function consentStep(page) {
 
 /** At the application's `path`, showing the person Apache passed on. */
 async function atApp(page, path) {
-  await page.waitForURL((url) => url.origin === app && url.pathname === path, { timeout: 10_000 });
+  await page.waitForURL((url) => url.origin === app && url.pathname === path, { timeout: PATIENCE_MS });
   await expectText(page, "Team wiki", "h1");
   const sub = await page.locator("#sub").innerText();
   assert(sub === userId, `the application was told the user is ${sub}, not ${userId}`);
@@ -77,8 +76,8 @@ async function apacheSessionEnds(context, cause) {
       return;
     }
     assert(status === 200, `a visit answered ${status} ${location}`);
-    if (Date.now() - started > LOGOUT_WITHIN_MS) {
-      throw new Error(`${cause}: the Apache session still lives after ${LOGOUT_WITHIN_MS} ms`);
+    if (Date.now() - started > PATIENCE_MS) {
+      throw new Error(`${cause}: the Apache session still lives after ${PATIENCE_MS} ms`);
     }
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -12,6 +12,14 @@ import { chromium } from "playwright-core";
 
 export const BASE = required("GATEHOUSE_URL");
 
+/**
+ * How long a scenario waits for a page, a text or a navigation before it fails. The suite runs
+ * Chromium beside PostgreSQL and a score of servers on two cores, where a heavy page (Swagger UI)
+ * has taken over 10 s to render: the wait is generous because it is no measure of speed
+ * (bench/ has those), only of whether the page gets there at all.
+ */
+export const PATIENCE_MS = 30_000;
+
 export function required(name) {
   const value = process.env[name];
   if (!value) throw new Error(`${name} is not set (tests/api/browser.rs sets it)`);
@@ -58,7 +66,7 @@ export async function run(name, scenario, args = []) {
 export async function newPage(browser, context) {
   const ctx = context ?? (await browser.newContext({ viewport: { width: 1280, height: 900 } }));
   const page = await ctx.newPage();
-  page.setDefaultTimeout(10_000);
+  page.setDefaultTimeout(PATIENCE_MS);
   // A CSP refusal or a script error is a failure of the page, whatever the test looks at.
   page.on("pageerror", (error) => {
     page.errors = [...(page.errors ?? []), error.message];
@@ -102,7 +110,7 @@ export async function alertText(page) {
  * Waits for the page's path to be `path`, however it got there (a script's navigation may replace
  * another, which waitForURL reports as an aborted navigation).
  */
-export async function expectPath(page, path, timeoutMs = 10_000) {
+export async function expectPath(page, path, timeoutMs = PATIENCE_MS) {
   const deadline = Date.now() + timeoutMs;
   while (new URL(page.url()).pathname !== path) {
     if (Date.now() > deadline) throw new Error(`expected to be at ${path}, still at ${page.url()}`);
@@ -168,7 +176,7 @@ export function mails() {
 }
 
 /** The link to `page` (e.g. "/reset-password") in the first mail to `to` that has one. */
-export async function mailedLink(to, page, { timeoutMs = 15_000, skip = [] } = {}) {
+export async function mailedLink(to, page, { timeoutMs = PATIENCE_MS, skip = [] } = {}) {
   const pattern = new RegExp(`https?://[^\\s"<>]+${page}\\?token=[A-Za-z0-9_-]+`);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {

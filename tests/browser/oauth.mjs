@@ -6,7 +6,7 @@
 // client's token names it; one without sees no such choice.
 import { createHash, randomBytes } from "node:crypto";
 
-import { BASE, assert, assertNoPageErrors, expectText, newPage, required, run } from "./common.mjs";
+import { BASE, PATIENCE_MS, assert, assertNoPageErrors, expectText, newPage, required, run } from "./common.mjs";
 
 const password = required("GATEHOUSE_PASSWORD");
 const third = required("GATEHOUSE_CLIENT_THIRD");
@@ -41,7 +41,7 @@ function authorizeUrl(client, scope, state, loginHint) {
 
 /** Waits for the browser to land on the redirect URI; returns its query. */
 async function landed(page) {
-  await page.waitForURL((url) => url.href.startsWith(REDIRECT), { timeout: 15_000 });
+  await page.waitForURL((url) => url.href.startsWith(REDIRECT), { timeout: PATIENCE_MS });
   return new URL(page.url()).searchParams;
 }
 

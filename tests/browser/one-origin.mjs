@@ -11,14 +11,14 @@
 // GATEHOUSE_EMAIL, GATEHOUSE_PASSWORD, GATEHOUSE_APP_DIRECT (the application's own address: another
 // origin). It prints "refresh POSTs: N", every refresh the browser made, for the test to compare
 // with the service's count.
-import { BASE, assert, assertNoPageErrors, expectPath, expectText, newPage, required, run } from "./common.mjs";
+import { BASE, PATIENCE_MS, assert, assertNoPageErrors, expectPath, expectText, newPage, required, run } from "./common.mjs";
 
 const email = required("GATEHOUSE_EMAIL");
 const password = required("GATEHOUSE_PASSWORD");
 const direct = required("GATEHOUSE_APP_DIRECT");
 
 /** Polls `check` (sync or async) until it is true, failing after `timeoutMs`. */
-async function until(check, what, timeoutMs = 20_000) {
+async function until(check, what, timeoutMs = PATIENCE_MS) {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
