@@ -23,6 +23,7 @@ mod domain;
 mod error;
 pub mod federation;
 mod fetch;
+mod flows;
 mod http;
 mod mail;
 mod memory;

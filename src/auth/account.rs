@@ -17,9 +17,9 @@ use crate::store::users::NewUser;
 /// An account as its owner keeps it: registration, profile, password, and leaving (`leaving`).
 #[derive(Clone)]
 pub struct Accounts {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
     /// Registration mails the verification link.
-    pub(super) addresses: Addresses,
+    pub(crate) addresses: Addresses,
 }
 
 impl Accounts {
@@ -77,7 +77,7 @@ impl Accounts {
     }
 
     /// Hashes `password` and makes it the account's, ending every session but `keep`.
-    pub(super) async fn replace_password(
+    pub(crate) async fn replace_password(
         &self,
         user: &User,
         password: SecretString,
@@ -119,7 +119,7 @@ impl Accounts {
     }
 
     /// Creates an account with a checked password (`user add`, registration).
-    pub(super) async fn create_user(
+    pub(crate) async fn create_user(
         &self,
         email: &Email,
         name: &FullName,

@@ -47,12 +47,12 @@ struct Remembered {
 /// Session cookies: issued for a live session, and who holds one.
 #[derive(Clone)]
 pub struct BrowserSessions {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
     remembered: Arc<RwLock<HashMap<[u8; 32], Remembered>>>,
 }
 
 impl BrowserSessions {
-    pub(super) fn new(core: Arc<Core>) -> Self {
+    pub(crate) fn new(core: Arc<Core>) -> Self {
         BrowserSessions {
             core,
             remembered: Arc::default(),
@@ -66,7 +66,7 @@ impl BrowserSessions {
     }
 
     /// A cookie for `session` (a sign-in through another provider: docs/api.md §14).
-    pub(super) async fn issue_for(&self, session: uuid::Uuid) -> Result<IssuedCookie> {
+    pub(crate) async fn issue_for(&self, session: uuid::Uuid) -> Result<IssuedCookie> {
         let value = self.core.secrets.tagged_token(SCOPE);
         let now = self.core.clock.now_ms();
         let expires_at = self

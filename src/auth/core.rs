@@ -29,30 +29,52 @@ use crate::store::Store;
 use crate::store::sessions::NewSession;
 
 pub struct Core {
-    pub(super) store: Store,
-    pub(super) clock: Clock,
-    pub(super) hasher: PasswordHasher,
-    pub(super) tokens: Tokens,
-    pub(super) secrets: Arc<Secrets>,
-    pub(super) live: Arc<LiveSessions>,
-    pub(super) directory: Arc<Directory>,
-    pub(super) throttle: Throttle,
-    pub(super) metrics: Arc<Metrics>,
-    pub(super) auditor: Auditor,
-    pub(super) settings: AuthSettings,
+    pub(crate) store: Store,
+    pub(crate) clock: Clock,
+    pub(crate) hasher: PasswordHasher,
+    pub(crate) tokens: Tokens,
+    pub(crate) secrets: Arc<Secrets>,
+    pub(crate) live: Arc<LiveSessions>,
+    pub(crate) directory: Arc<Directory>,
+    pub(crate) throttle: Throttle,
+    pub(crate) metrics: Arc<Metrics>,
+    pub(crate) auditor: Auditor,
+    pub(crate) settings: AuthSettings,
     /// The relying party of passkeys; `None` when passkeys are off.
-    pub(super) webauthn: Option<Arc<webauthn_rs::Webauthn>>,
-    pub(super) mailer: Arc<Mailer>,
+    pub(crate) webauthn: Option<Arc<webauthn_rs::Webauthn>>,
+    pub(crate) mailer: Arc<Mailer>,
     /// API keys read lately, and their uses noted (docs/api.md §12).
-    pub(super) keys: super::api_keys::LiveKeys,
+    pub(crate) keys: super::api_keys::LiveKeys,
     /// The identity providers people may sign in with (docs/api.md §14).
-    pub(super) providers: crate::federation::Providers,
+    pub(crate) providers: crate::federation::Providers,
     /// The business APIs and their scopes: the vocabulary every flow checks scopes against.
-    pub(super) catalog: Arc<super::resources::CatalogCell>,
+    pub(crate) catalog: Arc<super::resources::CatalogCell>,
 }
 
 impl Core {
-    pub(super) async fn audit(&self, event: AuditEvent, subject: Subject<'_>) {
+    /// The shared parts, from start-up: `flows::AuthService::new` builds every flow over one.
+    pub fn new(parts: super::AuthParts, settings: AuthSettings) -> Core {
+        Core {
+            throttle: Throttle::new(parts.store.clone(), parts.clock.clone(), settings.rate_limit),
+            auditor: Auditor::new(parts.store.clone(), parts.clock.clone()),
+            mailer: parts.mailer,
+            store: parts.store,
+            clock: parts.clock,
+            hasher: parts.hasher,
+            tokens: parts.tokens,
+            secrets: parts.secrets,
+            live: parts.live,
+            directory: parts.directory,
+            metrics: parts.metrics,
+            settings,
+            webauthn: parts.webauthn,
+            keys: Default::default(),
+            providers: parts.providers,
+            catalog: parts.catalog,
+        }
+    }
+
+    pub(crate) async fn audit(&self, event: AuditEvent, subject: Subject<'_>) {
         self.auditor.record(event, subject).await;
     }
 
@@ -61,7 +83,7 @@ impl Core {
     /// `GATEHOUSE_REQUIRE_VERIFIED_EMAIL=on`: no way in (password, passkey, refresh) opens or
     /// renews a session for an address that is not verified. Asked only once the credential
     /// proved itself, so that no one else learns the address is unverified.
-    pub(super) fn require_verified(&self, user: &User) -> Result<()> {
+    pub(crate) fn require_verified(&self, user: &User) -> Result<()> {
         if self.settings.links.require_verified_email && !user.email_verified {
             return Err(Error::EmailNotVerified);
         }
@@ -69,7 +91,7 @@ impl Core {
     }
 
     /// Audits what a first proof of the account's address removed, if anything.
-    pub(super) async fn credentials_removed(
+    pub(crate) async fn credentials_removed(
         &self,
         user: Uuid,
         proof: &AddressProof,
@@ -86,7 +108,7 @@ impl Core {
         self.audit(event, Subject::user(user).from(client)).await;
     }
 
-    pub(super) async fn user(&self, who: &Principal) -> Result<User> {
+    pub(crate) async fn user(&self, who: &Principal) -> Result<User> {
         self.store
             .user_by_id(who.user_id)
             .await?
@@ -95,7 +117,7 @@ impl Core {
 
     /// A bearer call's re-check of the password, within the account's allowance of failures (a
     /// stolen access token must not make a password oracle).
-    pub(super) async fn recheck_password(&self, user: &User, password: SecretString) -> Result<()> {
+    pub(crate) async fn recheck_password(&self, user: &User, password: SecretString) -> Result<()> {
         let hash = user.password_hash.clone();
         let checked = self
             .throttle
@@ -109,7 +131,7 @@ impl Core {
 
     /// Opens a session for `user` with its first tokens, unless the account was disabled or its
     /// password changed since `user` was read (the check began): `None` then.
-    pub(super) async fn open_session(
+    pub(crate) async fn open_session(
         &self,
         user: &User,
         amr: Vec<String>,
@@ -146,7 +168,7 @@ impl Core {
     }
 
     /// The tokens of a session; `org`: its active organisation, with the person's roles in it.
-    pub(super) fn token_set(
+    pub(crate) fn token_set(
         &self,
         user: &User,
         amr: &[String],
@@ -177,7 +199,7 @@ impl Core {
     }
 
     /// Revokes one session of a user; false if it is not theirs or no longer active.
-    pub(super) async fn end_session(
+    pub(crate) async fn end_session(
         &self,
         user_id: Uuid,
         session: Uuid,
@@ -195,7 +217,7 @@ impl Core {
     }
 
     /// Revokes every session of a user but `keep`; returns how many there were.
-    pub(super) async fn end_sessions(
+    pub(crate) async fn end_sessions(
         &self,
         user_id: Uuid,
         keep: Option<Uuid>,
@@ -211,7 +233,7 @@ impl Core {
     }
 
     /// Makes revocations committed to the database known here at once (elsewhere by polling).
-    pub(super) fn ended(&self, sessions: &[Uuid], at: i64, reason: EndReason) {
+    pub(crate) fn ended(&self, sessions: &[Uuid], at: i64, reason: EndReason) {
         self.live.revoked(sessions, at);
         self.metrics.revoked(reason.as_str(), sessions.len() as u64);
     }

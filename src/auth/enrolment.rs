@@ -15,7 +15,7 @@ use crate::model::{ClientInfo, Principal, TwoFactorSetup, User};
 /// Enrolment of an authenticator app: set-up, enable, disable, new recovery codes.
 #[derive(Clone)]
 pub struct TwoFactor {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 impl TwoFactor {

@@ -28,7 +28,7 @@ const BATCH_PAUSE: Duration = Duration::from_millis(20);
 /// Purging what has lapsed, a batch at a time.
 #[derive(Clone)]
 pub struct Housekeeping {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 impl Housekeeping {

@@ -46,9 +46,9 @@ pub enum Introspection {
 /// Who holds an access token, for the services Gatehouse guards (forward-auth, introspection).
 #[derive(Clone)]
 pub struct Guard {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
     /// The registry, for a client's token for itself.
-    pub(super) clients: Clients,
+    pub(crate) clients: Clients,
 }
 
 impl Guard {

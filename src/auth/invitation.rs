@@ -23,15 +23,15 @@ use crate::store::mail_tokens::NewMailToken;
 /// Accounts made for someone, who sets the password from a mailed link.
 #[derive(Clone)]
 pub struct Invitations {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
     /// An organisation's invitation to an address without an account is accepted here too.
-    pub(super) orgs: Orgs,
+    pub(crate) orgs: Orgs,
 }
 
 impl Invitations {
     /// An invited account (`add_user` without a password): the new account, its invitation mailed
     /// in the same transaction.
-    pub(super) async fn invite_user(
+    pub(crate) async fn invite_user(
         &self,
         op: Operator<'_>,
         email: &Email,

@@ -46,7 +46,7 @@ impl Accounts {
 
     /// Scrubs and soft-deletes the account, ending its sessions (the owner leaving, or an admin's
     /// `DELETE /admin/users/{id}`); returns how many sessions ended.
-    pub(super) async fn remove_account(&self, user_id: Uuid) -> Result<u64> {
+    pub(crate) async fn remove_account(&self, user_id: Uuid) -> Result<u64> {
         let now = self.core.clock.now_ms();
         let reason = EndReason::AccountDeleted;
         let ended = self

@@ -19,7 +19,7 @@ pub const MAX_CHALLENGE_ATTEMPTS: i64 = 5;
 /// Password sign-in, and the second factor that completes it (docs/api.md §3).
 #[derive(Clone)]
 pub struct Login {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 impl Login {
@@ -129,7 +129,7 @@ impl Login {
 
     /// The 2FA challenge of a login whose first factor (`pwd`, `fed`) passed: the session that
     /// completes it carries that factor in its `amr` with the second.
-    pub(super) async fn challenge(
+    pub(crate) async fn challenge(
         &self,
         user: &User,
         first_factor: &str,
@@ -213,7 +213,7 @@ impl Login {
 
     /// The account of a live 2FA challenge (live, unused, attempts left), unless it was disabled
     /// since the challenge was made, and the `amr` value of the login's first factor.
-    pub(super) async fn challenged_user(
+    pub(crate) async fn challenged_user(
         &self,
         token_hash: &[u8; 32],
         now: i64,
@@ -305,7 +305,7 @@ impl Login {
 }
 
 /// The `amr` value of a challenge's first factor as stored: only the two this service writes.
-pub(super) fn first_factor_amr(stored: &str) -> &'static str {
+pub(crate) fn first_factor_amr(stored: &str) -> &'static str {
     match stored {
         AMR_FEDERATED => AMR_FEDERATED,
         _ => AMR_PASSWORD,

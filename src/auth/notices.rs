@@ -14,7 +14,7 @@ use crate::store::mail_tokens::MailTokenRecord;
 const TOKEN_LENGTH: usize = 43;
 
 /// A new mailed token and the hash that is all the database keeps of it.
-pub(super) fn new_link_token() -> (String, [u8; 32]) {
+pub(crate) fn new_link_token() -> (String, [u8; 32]) {
     let token = random_token();
     let hash = sha256(token.as_bytes());
     (token, hash)
@@ -22,7 +22,7 @@ pub(super) fn new_link_token() -> (String, [u8; 32]) {
 
 /// The hash of a token as posted, or `LINK_INVALID` for text that no token can be (so a
 /// tampered or truncated token costs no database read).
-pub(super) fn link_token_hash(token: &str) -> Result<[u8; 32]> {
+pub(crate) fn link_token_hash(token: &str) -> Result<[u8; 32]> {
     let token = token.trim();
     let well_formed =
         token.len() == TOKEN_LENGTH && b64url_decode(token).is_some_and(|b| b.len() == 32);
@@ -35,7 +35,7 @@ pub(super) fn link_token_hash(token: &str) -> Result<[u8; 32]> {
 impl Core {
     /// The live token of `purpose` with this hash, and its enabled account; `LINK_INVALID` else.
     /// Reads only: the change consumes the token.
-    pub(super) async fn live_link(
+    pub(crate) async fn live_link(
         &self,
         hash: &[u8; 32],
         purpose: &str,
@@ -69,12 +69,12 @@ impl Core {
     }
 
     /// `letter` to `user`'s address, ready for the outbox.
-    pub(super) fn compose(&self, user: &User, letter: Letter<'_>) -> Result<OutboxMail> {
+    pub(crate) fn compose(&self, user: &User, letter: Letter<'_>) -> Result<OutboxMail> {
         self.compose_to(&user.email, user, letter)
     }
 
     /// `letter` to `address` (an address change's new one), for `user`.
-    pub(super) fn compose_to(
+    pub(crate) fn compose_to(
         &self,
         address: &str,
         user: &User,

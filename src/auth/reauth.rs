@@ -96,7 +96,7 @@ impl Accounts {
 
 impl Core {
     /// Marks the caller's session re-authenticated now (by `amr`), audited; until when (ms).
-    pub(super) async fn open_reauth_window(
+    pub(crate) async fn open_reauth_window(
         &self,
         who: &Principal,
         user_id: uuid::Uuid,
@@ -109,7 +109,7 @@ impl Core {
 
     /// `open_reauth_window` for `session` (a re-authentication through a provider, whose
     /// callback holds no token: docs/api.md §14).
-    pub(super) async fn open_reauth_window_for(
+    pub(crate) async fn open_reauth_window_for(
         &self,
         session: uuid::Uuid,
         user_id: uuid::Uuid,
@@ -141,7 +141,7 @@ impl Core {
     /// The owner's consent to a sensitive call: the password sent with it (checked as always), or
     /// else the caller's session within its re-authentication window. Without either, the call's
     /// password `field` is missing, and its reason names the way to re-authenticate.
-    pub(super) async fn confirm_owner(
+    pub(crate) async fn confirm_owner(
         &self,
         user: &User,
         who: &Principal,

@@ -61,13 +61,13 @@ impl ResetDesk {
 /// A forgotten password: the mailed link and the reset with it.
 #[derive(Clone)]
 pub struct Recovery {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
     /// Requests being handled off their request's path.
     desk: Arc<ResetDesk>,
 }
 
 impl Recovery {
-    pub(super) fn new(core: Arc<Core>, rate_limit: bool) -> Recovery {
+    pub(crate) fn new(core: Arc<Core>, rate_limit: bool) -> Recovery {
         Recovery {
             core,
             desk: Arc::new(ResetDesk::new(rate_limit)),
@@ -168,7 +168,7 @@ impl Recovery {
     /// Mails `user` a reset link now, within the account's allowance; false if it had its share
     /// this hour (no mail). For an admin's `POST /admin/users/{id}/password-reset`, who is no
     /// anonymous caller: it is done on the request's path, and its answer says what happened.
-    pub(super) async fn mail_reset_link(&self, user: &User) -> Result<bool> {
+    pub(crate) async fn mail_reset_link(&self, user: &User) -> Result<bool> {
         self.reset_work().issue(user).await
     }
 

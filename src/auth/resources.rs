@@ -79,7 +79,7 @@ impl ResourceChanges {
 /// The business APIs: listed, declared, changed and removed by operators.
 #[derive(Clone)]
 pub struct Resources {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 impl Resources {

@@ -34,7 +34,7 @@ pub fn wait_after(failures: i64) -> i64 {
 
 impl Core {
     /// `RATE_LIMITED` while the account must wait before its next code.
-    pub(super) fn second_factor_open(&self, user: &User) -> Result<()> {
+    pub(crate) fn second_factor_open(&self, user: &User) -> Result<()> {
         let now = self.clock.now_ms();
         match user.second_factor_blocked_until {
             Some(until) if until > now => Err(Error::RateLimited {
@@ -46,7 +46,7 @@ impl Core {
 
     /// Checks `code` for `user`, within both budgets; `None` for a wrong (or replayed) code. The
     /// caller has checked `second_factor_open`.
-    pub(super) async fn second_factor(
+    pub(crate) async fn second_factor(
         &self,
         user: &User,
         sealed_secret: &[u8],
@@ -119,14 +119,14 @@ impl Core {
         }
     }
 
-    pub(super) fn open_secret(&self, user: Uuid, sealed: &[u8]) -> Result<Vec<u8>> {
+    pub(crate) fn open_secret(&self, user: Uuid, sealed: &[u8]) -> Result<Vec<u8>> {
         self.secrets
             .open(user.as_bytes(), sealed)
             .map_err(Error::internal)
     }
 
     /// A bearer call's re-check of a TOTP or recovery code (403 when wrong: the token is fine).
-    pub(super) async fn recheck_code(
+    pub(crate) async fn recheck_code(
         &self,
         user: &User,
         sealed_secret: &[u8],

@@ -37,7 +37,7 @@ impl From<Error> for Refused {
 /// The sessions of an account: access tokens checked, refresh tokens rotated, sessions listed and ended.
 #[derive(Clone)]
 pub struct Sessions {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 impl Sessions {
@@ -270,7 +270,7 @@ impl Sessions {
     }
 
     /// An account's live sessions, the most recently used first; `current` is the caller's.
-    pub(super) async fn sessions_of(
+    pub(crate) async fn sessions_of(
         &self,
         user_id: Uuid,
         current: Option<Uuid>,

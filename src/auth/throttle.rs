@@ -244,7 +244,7 @@ impl Throttle {
 
 /// GCRA over keys held in memory: each key's theoretical arrival time (ms). A key whose time has
 /// passed holds no state. At `capacity`, keys without state go first, then the idlest tenth.
-pub(super) struct Gcra<K> {
+pub(crate) struct Gcra<K> {
     interval_ms: i64,
     /// How far ahead of now a key's arrival time may be and still take a slot: the burst.
     tolerance_ms: i64,
@@ -253,7 +253,7 @@ pub(super) struct Gcra<K> {
 }
 
 impl<K: Hash + Eq + Copy> Gcra<K> {
-    pub(super) fn new(burst: u32, interval: Duration, capacity: usize) -> Self {
+    pub(crate) fn new(burst: u32, interval: Duration, capacity: usize) -> Self {
         let interval_ms = interval.as_millis() as i64;
         Gcra {
             interval_ms,
@@ -263,7 +263,7 @@ impl<K: Hash + Eq + Copy> Gcra<K> {
         }
     }
 
-    pub(super) fn take(&self, key: K, now: i64) -> Result<()> {
+    pub(crate) fn take(&self, key: K, now: i64) -> Result<()> {
         // A panic while the lock is held cannot leave the map inconsistent (single operations).
         let mut tats = self.tats.lock().unwrap_or_else(|e| e.into_inner());
         let tat = tats.get(&key).copied().unwrap_or(now).max(now);
@@ -291,7 +291,7 @@ impl<K: Hash + Eq + Copy> Gcra<K> {
         Ok(())
     }
 
-    pub(super) fn forget_idle(&self, now: i64) {
+    pub(crate) fn forget_idle(&self, now: i64) {
         let mut tats = self.tats.lock().unwrap_or_else(|e| e.into_inner());
         tats.retain(|_, tat| *tat > now);
         tats.shrink_to_fit();

@@ -24,13 +24,13 @@ const HOUR_MS: i64 = 3_600_000;
 /// Whether an address reaches its owner: verification, and changing the address (docs/api.md §7).
 #[derive(Clone)]
 pub struct Addresses {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 impl Addresses {
     /// Creates a self-registered account, unverified, with its verification link mailed in the
     /// same transaction.
-    pub(super) async fn insert_registered(
+    pub(crate) async fn insert_registered(
         &self,
         email: &Email,
         name: &FullName,
@@ -237,7 +237,7 @@ impl Addresses {
 }
 
 /// A new account whose address is not verified yet (registration, invitation).
-pub(super) fn unverified_user(
+pub(crate) fn unverified_user(
     email: &Email,
     name: &FullName,
     password_hash: &str,
@@ -263,7 +263,7 @@ pub(super) fn unverified_user(
 }
 
 /// The row that stores `user`.
-pub(super) fn new_user_row(user: &User) -> NewUser<'_> {
+pub(crate) fn new_user_row(user: &User) -> NewUser<'_> {
     NewUser {
         id: user.id,
         email: &user.email,

@@ -8,7 +8,7 @@ use secrecy::SecretString;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::auth::AuthService;
+use crate::flows::AuthService;
 use crate::auth::audit::Operator;
 use crate::clock::rfc3339;
 use crate::domain::{Email, FullName, Role};

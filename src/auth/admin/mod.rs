@@ -21,17 +21,17 @@ pub const ADMIN_ROLE: &str = "admin";
 /// What operators do to accounts, from the CLI or the administration API.
 #[derive(Clone)]
 pub struct Admin {
-    pub(in crate::auth) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
     /// Adding, deleting and setting passwords are the owner's own steps.
-    pub(in crate::auth) accounts: Accounts,
-    pub(in crate::auth) invitations: Invitations,
+    pub(crate) accounts: Accounts,
+    pub(crate) invitations: Invitations,
     /// An admin's reset mail is the forgotten-password mail.
-    pub(in crate::auth) recovery: Recovery,
-    pub(in crate::auth) sessions: Sessions,
+    pub(crate) recovery: Recovery,
+    pub(crate) sessions: Sessions,
     /// The admin gate judges a token as forward-auth does.
-    pub(in crate::auth) guard: Guard,
+    pub(crate) guard: Guard,
     /// Organisations, read and deleted as their owners would.
-    pub(in crate::auth) orgs: Orgs,
+    pub(crate) orgs: Orgs,
 }
 
 impl Admin {

@@ -108,7 +108,7 @@ fn new_key() -> String {
 /// Personal API keys: made, listed and deleted by their owner (and by admins).
 #[derive(Clone)]
 pub struct ApiKeys {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 impl ApiKeys {

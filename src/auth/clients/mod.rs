@@ -90,7 +90,7 @@ pub struct Clients {
 }
 
 impl Clients {
-    pub(super) fn new(core: Arc<Core>) -> Clients {
+    pub(crate) fn new(core: Arc<Core>) -> Clients {
         let fetcher = Arc::new(Fetcher::new(
             core.settings.client_registration.insecure_loopback,
         ));

@@ -118,9 +118,9 @@ pub struct IdentityView {
 /// The flows through other identity providers, and the identities they link.
 #[derive(Clone)]
 pub struct Federation {
-    pub(super) core: Arc<Core>,
-    pub(super) login: Login,
-    pub(super) browser: BrowserSessions,
+    pub(crate) core: Arc<Core>,
+    pub(crate) login: Login,
+    pub(crate) browser: BrowserSessions,
 }
 
 impl Federation {

@@ -27,7 +27,7 @@ pub struct BrowserPerson {
 
 #[derive(Clone)]
 pub struct Logouts {
-    pub(in crate::auth) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 impl Logouts {

@@ -14,7 +14,7 @@ impl Core {
     /// The holder's membership of the organisation a token names, from the directory every
     /// instance keeps current within `live::SYNC_INTERVAL`: a token naming an organisation its
     /// holder has left (or one that is gone) is `TOKEN_INVALID`.
-    pub(in crate::auth) async fn active_org(
+    pub(crate) async fn active_org(
         &self,
         user: Uuid,
         org: Uuid,
@@ -38,7 +38,7 @@ impl Core {
     /// The active organisation a refresh keeps: the session's, while the person is its member
     /// and the session meets its `require_two_factor`. Once not, the session forgets it and the
     /// tokens name none.
-    pub(in crate::auth) async fn kept_org(&self, session: &Session) -> Result<Option<Membership>> {
+    pub(crate) async fn kept_org(&self, session: &Session) -> Result<Option<Membership>> {
         let Some(org) = session.org_id else {
             return Ok(None);
         };

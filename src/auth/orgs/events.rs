@@ -34,7 +34,7 @@ pub enum OrgEvent {
 }
 
 impl OrgEvent {
-    pub(in crate::auth) fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             OrgEvent::Created => "org.created",
             OrgEvent::Updated => "org.updated",
@@ -49,7 +49,7 @@ impl OrgEvent {
         }
     }
 
-    pub(in crate::auth) fn detail(&self) -> Option<String> {
+    pub(crate) fn detail(&self) -> Option<String> {
         Some(match self {
             OrgEvent::Deleted { by } => format!("via={}", by.via()),
             OrgEvent::RolesChanged { roles } => format!("roles={}", roles.join(",")),

@@ -151,7 +151,7 @@ impl Orgs {
     /// address and the membership, and opens a session. `None`: the token is no organisation's
     /// invitation (it may be §7's). `EMAIL_TAKEN`: the address has an account, which accepts
     /// signed in instead.
-    pub(in crate::auth) async fn accept_new_account(
+    pub(crate) async fn accept_new_account(
         &self,
         token: &str,
         password: SecretString,

@@ -36,7 +36,7 @@ impl Orgs {
     }
 
     /// A page of an organisation's members, whoever asks (the admin API too).
-    pub(in crate::auth) async fn member_page(
+    pub(crate) async fn member_page(
         &self,
         org: Uuid,
         limit: u32,

@@ -35,7 +35,7 @@ pub struct OrgPatch {
 
 #[derive(Clone)]
 pub struct Orgs {
-    pub(super) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
 }
 
 impl Orgs {

@@ -80,9 +80,9 @@ pub struct CeremonyStarted {
 /// Passkeys: registering them, signing in with them, managing them (docs/api.md §9).
 #[derive(Clone)]
 pub struct Passkeys {
-    pub(in crate::auth) core: Arc<Core>,
+    pub(crate) core: Arc<Core>,
     /// A passkey can finish a password login's 2FA challenge.
-    pub(in crate::auth) login: Login,
+    pub(crate) login: Login,
 }
 
 impl Passkeys {
