@@ -8,7 +8,8 @@ use crate::auth::{
     Accounts, Addresses, Admin, ApiKeys, AuthParts, AuthSettings, BrowserSessions, Core, Guard,
     Housekeeping, Invitations, Login, Passkeys, Recovery, Resources, Sessions, TwoFactor,
 };
-use crate::auth::{Clients, Federation, Orgs, oauth};
+use crate::auth::{Federation, Orgs};
+use crate::provider::{self, Clients};
 
 /// The flows, built once over one `Core`: what `http` and the CLI call.
 pub struct AuthService {
@@ -31,9 +32,9 @@ pub struct AuthService {
     /// Signing in with other identity providers (docs/api.md §14).
     pub federation: Federation,
     /// The OpenID provider's flows (docs/api.md §11).
-    pub oauth: oauth::Provider,
+    pub oauth: provider::Provider,
     /// Revocation, end-session, consents (docs/api.md §11).
-    pub logouts: oauth::logout::Logouts,
+    pub logouts: provider::logout::Logouts,
     pub admin: Admin,
     pub housekeeping: Housekeeping,
 }
@@ -84,11 +85,11 @@ impl AuthService {
                 browser: browser.clone(),
             },
             browser,
-            oauth: oauth::Provider::new(core.clone(), clients.clone(), sessions.clone()),
+            oauth: provider::Provider::new(core.clone(), clients.clone(), sessions.clone()),
             clients,
             api_keys: ApiKeys { core: core.clone() },
             resources: Resources { core: core.clone() },
-            logouts: oauth::logout::Logouts { core: core.clone() },
+            logouts: provider::logout::Logouts { core: core.clone() },
             housekeeping: Housekeeping { core },
             login,
             sessions,

@@ -31,6 +31,7 @@ mod metrics;
 mod model;
 mod outbox;
 mod private_files;
+mod provider;
 mod server;
 mod services;
 mod startup;

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::Clients;
+use crate::provider::Clients;
 use super::directory::Profile;
 use super::tokens::AccessClaims;
 use crate::error::{Error, Result};

@@ -5,7 +5,7 @@ use clap::Subcommand;
 use serde_json::json;
 
 use crate::auth::audit::Operator;
-use crate::auth::{ClientChanges, NewClient};
+use crate::provider::{ClientChanges, NewClient};
 use crate::clock::rfc3339;
 use crate::error::Error;
 use crate::model::Client;

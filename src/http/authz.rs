@@ -26,7 +26,7 @@ use super::cookies::{cookie_values, other_cookies};
 use super::extract::{USER_AGENT_MAX, bearer_token, client_ip};
 use super::navigation::{forwarded_url, is_navigation, sign_in_url, single};
 use super::oauth::errors::Bearer;
-use crate::auth::oauth::OAuthError;
+use crate::provider::OAuthError;
 use crate::authz::Described;
 use crate::authz::rules::Policy;
 use crate::error::Error;

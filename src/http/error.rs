@@ -6,7 +6,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::oauth::errors::Bearer;
-use crate::auth::oauth::OAuthError;
+use crate::provider::OAuthError;
 use crate::error::Error;
 
 /// Failures of the HTTP exchange itself, met before any flow runs.

@@ -96,7 +96,7 @@ impl ClientOrigin {
     }
 }
 
-/// A registered client. Built only by the registry (`auth::Clients`), which checks every field;
+/// A registered client. Built only by the registry (`provider::Clients`), which checks every field;
 /// the store reads back what it wrote.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Client {
@@ -112,7 +112,7 @@ pub struct Client {
     pub redirect_uris: Vec<String>,
     pub post_logout_redirect_uris: Vec<String>,
     pub grant_types: Vec<GrantType>,
-    /// From `auth::oauth::scopes::SUPPORTED`.
+    /// From `provider::scopes::SUPPORTED`.
     pub scopes: Vec<String>,
     pub backchannel_logout_uri: Option<String>,
     /// How its ID tokens (and logout tokens) are signed.

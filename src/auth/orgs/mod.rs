@@ -131,7 +131,7 @@ impl Orgs {
     /// with it (the database deletes them), their sessions ended first with their back-channel
     /// logouts queued, as removing a client does.
     pub(super) async fn remove(&self, id: Uuid) -> Result<()> {
-        let logouts = crate::auth::oauth::logout::Logouts {
+        let logouts = crate::provider::logout::Logouts {
             core: self.core.clone(),
         };
         for client in self.core.store.clients_of_org(id).await? {

@@ -1,5 +1,5 @@
 //! `/admin/clients…` (docs/api.md §11, §8): the client registry of the OpenID provider, as
-//! `gatehouse clients` manages it. The checks are the registry's (`auth::Clients`); this file
+//! `gatehouse clients` manages it. The checks are the registry's (`provider::Clients`); this file
 //! turns JSON into its requests and its clients into JSON.
 
 use axum::extract::State;
@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::Admin;
 use super::users::{gate_errors, given};
-use crate::auth::{ClientChanges, NewClient, SECRET_OVERLAP_MAX_MS};
+use crate::provider::{ClientChanges, NewClient, SECRET_OVERLAP_MAX_MS};
 use crate::clock::rfc3339;
 use crate::error::{Error, FieldErrors, Result};
 use crate::http::docs::{body_errors, error_responses};

@@ -8,7 +8,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::auth::oauth::{Authorization, AuthorizeRequest, Person};
+use crate::provider::{Authorization, AuthorizeRequest, Person};
 use crate::error::{Error, Result};
 use crate::http::docs::{bearer_errors, body_errors, error_responses, server_errors};
 use crate::http::extract::{AppJson, AuthUser};

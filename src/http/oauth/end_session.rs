@@ -16,7 +16,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{form_parameters, single};
-use crate::auth::oauth::logout::BrowserPerson;
+use crate::provider::logout::BrowserPerson;
 use crate::error::Error;
 use crate::http::AppState;
 use crate::http::cookies::{clear_cookie, cookie_values};

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::auth::oauth::OAuthError;
+use crate::provider::OAuthError;
 use crate::error::Error;
 
 /// RFC 6749 §5.2's error answer.

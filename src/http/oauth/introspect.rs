@@ -18,7 +18,7 @@ use utoipa_axum::routes;
 use super::errors::{self, OAuthErrorBody};
 use super::{calling_client, form_parameters, single};
 use crate::auth::Introspection;
-use crate::auth::oauth::OAuthError;
+use crate::provider::OAuthError;
 use crate::http::AppState;
 use crate::http::extract::client_ip;
 use crate::model::{Holder, KeyIdentity};

@@ -11,7 +11,7 @@ use base64::Engine as _;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::AppState;
-use crate::auth::oauth::OAuthError;
+use crate::provider::OAuthError;
 use crate::error::Error;
 use crate::model::Client;
 

@@ -13,8 +13,8 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::errors::{self, OAuthErrorBody, failed, no_store};
-use crate::auth::ClientMetadata;
-use crate::auth::oauth::{OAuthError, OAuthFailure};
+use crate::provider::ClientMetadata;
+use crate::provider::{OAuthError, OAuthFailure};
 use crate::http::AppState;
 use crate::http::extract::{bearer_token, client_ip};
 

@@ -15,7 +15,7 @@ use utoipa_axum::routes;
 
 use super::errors::{self, OAuthErrorBody, failed, no_store};
 use super::{ClientRefused, calling_client, form_parameters, single};
-use crate::auth::oauth::{OAuthError, OAuthFailure, TokenRequest};
+use crate::provider::{OAuthError, OAuthFailure, TokenRequest};
 use crate::http::AppState;
 use crate::http::extract::{Caller, client_ip};
 

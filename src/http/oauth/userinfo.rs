@@ -10,7 +10,7 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::errors::{self, Bearer, OAuthErrorBody};
-use crate::auth::oauth::{OAuthError, UserInfoError, scopes};
+use crate::provider::{OAuthError, UserInfoError, scopes};
 use crate::http::AppState;
 use crate::http::extract::bearer_token;
 

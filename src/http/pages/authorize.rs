@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
 use super::{AppState, PageOptions};
-use crate::auth::oauth::{Authorization, AuthorizeRequest, Person};
+use crate::provider::{Authorization, AuthorizeRequest, Person};
 use crate::error::Error;
 use crate::http::authz::cookie_identity;
 

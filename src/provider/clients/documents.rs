@@ -76,8 +76,8 @@ impl Clients {
             Ok(checked) => checked,
             Err(error) => {
                 let why = match super::registration::refusal(error) {
-                    crate::auth::oauth::OAuthFailure::Refused { description, .. } => description,
-                    crate::auth::oauth::OAuthFailure::Failed(error) => return Err(error),
+                    crate::provider::OAuthFailure::Refused { description, .. } => description,
+                    crate::provider::OAuthFailure::Failed(error) => return Err(error),
                 };
                 return Ok(Err(why));
             }

@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex};
 use subtle::ConstantTimeEq as _;
 use uuid::Uuid;
 
-use super::Core;
-use super::audit::Operator;
-use super::audit::{AdminRead, AuditEvent};
+use crate::auth::Core;
+use crate::auth::audit::Operator;
+use crate::auth::audit::{AdminRead, AuditEvent};
 use crate::crypto::random_token;
 use crate::error::{Error, Result};
 use crate::fetch::Fetcher;
@@ -276,7 +276,7 @@ impl Clients {
         if self.core.store.client(id).await?.is_none() {
             return Err(Error::NotFound);
         }
-        let logouts = super::oauth::logout::Logouts {
+        let logouts = super::logout::Logouts {
             core: self.core.clone(),
         };
         logouts.end_client(id).await?;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::super::Core;
-use super::super::tokens::IdTokenHint;
+use crate::auth::Core;
+use crate::auth::tokens::IdTokenHint;
 use crate::error::{Error, Result};
 use crate::model::logouts::ConsentInfo;
 use crate::model::{Client, EndReason, Principal};

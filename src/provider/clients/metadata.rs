@@ -8,7 +8,7 @@ use url::Url;
 
 use super::spec::NewClient;
 use crate::addresses::{self, redirect, redirect::UriUse};
-use crate::auth::oauth::OAuthError;
+use crate::provider::OAuthError;
 use crate::model::Catalog;
 
 /// The fields Gatehouse reads; others are ignored (RFC 7591 §2: a server may ignore any).

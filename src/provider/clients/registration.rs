@@ -15,7 +15,7 @@ use super::Clients;
 use super::metadata::{self, ClientMetadata, MetadataRefused, metadata_error};
 use crate::auth::audit::Operator;
 use crate::auth::audit::{AuditEvent, Subject};
-use crate::auth::oauth::{OAuthError, OAuthFailure};
+use crate::provider::{OAuthError, OAuthFailure};
 use crate::config::RegistrationMode;
 use crate::crypto::random_token;
 use crate::error::{Error, Result};

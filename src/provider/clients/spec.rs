@@ -4,7 +4,7 @@
 
 use super::names::check_name;
 use crate::addresses::redirect::{self, UriUse};
-use crate::auth::oauth::scopes;
+use crate::provider::scopes;
 use crate::crypto::SigningAlg;
 use crate::error::{Result, Validator};
 use crate::model::resources::Catalog;
@@ -295,7 +295,7 @@ fn check_scopes(catalog: &Catalog, names: &[String]) -> Result<Vec<String>, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::auth::clients::names::NAME_MAX;
+    use crate::provider::clients::names::NAME_MAX;
     use crate::error::Error;
 
     fn catalog() -> Catalog {

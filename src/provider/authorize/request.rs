@@ -3,8 +3,8 @@
 //! as its error.
 
 use super::{Checked, Provider};
-use crate::auth::oauth::pkce::check_pkce;
-use crate::auth::oauth::{OAuthError, Refusal};
+use crate::provider::pkce::check_pkce;
+use crate::provider::{OAuthError, Refusal};
 use crate::model::GrantType;
 
 /// Longest `state` and `nonce` kept (they travel back in URLs and tokens).
@@ -48,7 +48,7 @@ fn prompt(text: Option<&str>) -> std::result::Result<Prompt, String> {
 /// The `aud` of the tokens of `scopes` (RFC 8707: `resource` as asked, else the one declared API
 /// with an audience of its own they are for, else `None`: `GATEHOUSE_AUDIENCE`), or the error
 /// that goes back to the client.
-pub(in crate::auth::oauth) fn target(
+pub(in crate::provider) fn target(
     catalog: &crate::model::Catalog,
     scopes: &[String],
     resource: Option<&str>,

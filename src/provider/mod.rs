@@ -1,0 +1,47 @@
+//! The OpenID provider (docs/api.md §11–§12), without HTTP or SQL: the registry of clients
+//! (`clients`: added by operators, registered by themselves, or read from a metadata document),
+//! the authorization (`authorize`), the token endpoint's grants (`grants`, `code_exchange`), the
+//! claims of ID tokens and userinfo (`claims`), revocation and logout (`logout`), and the protocol's
+//! errors (`errors`). The device grant, DPoP and token exchange go here.
+//!
+//! It stands on `auth` (the shared `Core`, sessions, tokens, the audit trail) and is called by
+//! `flows`, `http` and the CLI; nothing in `auth` calls it.
+
+mod authorize;
+mod claims;
+pub mod clients;
+mod code_exchange;
+mod errors;
+mod grants;
+mod org_choice;
+mod pkce;
+pub mod scopes;
+
+use std::sync::Arc;
+
+use crate::auth::{Core, Sessions};
+
+pub use authorize::{Authorization, AuthorizeRequest, Person};
+pub use clients::{ClientChanges, ClientMetadata, Clients, NewClient, SECRET_OVERLAP_MAX_MS};
+pub use claims::UserInfoError;
+pub use errors::{OAuthError, OAuthFailure, Refusal};
+pub use grants::TokenRequest;
+
+/// The provider's flows.
+#[derive(Clone)]
+pub struct Provider {
+    pub(super) core: Arc<Core>,
+    pub(super) clients: Clients,
+    pub(super) sessions: Sessions,
+}
+
+impl Provider {
+    pub(crate) fn new(core: Arc<Core>, clients: Clients, sessions: Sessions) -> Self {
+        Provider {
+            core,
+            clients,
+            sessions,
+        }
+    }
+}
+pub mod logout;
