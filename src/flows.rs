@@ -4,11 +4,13 @@
 
 use std::sync::Arc;
 
+use crate::admin::Admin;
 use crate::auth::{
-    Accounts, Addresses, Admin, ApiKeys, AuthParts, AuthSettings, BrowserSessions, Core, Guard,
-    Housekeeping, Invitations, Login, Passkeys, Recovery, Resources, Sessions, TwoFactor,
+    Accounts, Addresses, ApiKeys, AuthParts, AuthSettings, BrowserSessions, Core, Housekeeping,
+    Invitations, Login, Passkeys, Recovery, Resources, Sessions, TwoFactor,
 };
 use crate::auth::{Federation, Orgs};
+use crate::guard::Guard;
 use crate::provider::{self, Clients};
 
 /// The flows, built once over one `Core`: what `http` and the CLI call.

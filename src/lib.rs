@@ -10,6 +10,7 @@
 #![deny(unsafe_code)]
 
 mod addresses;
+mod admin;
 mod app;
 mod auth;
 mod authz;
@@ -24,6 +25,7 @@ mod error;
 pub mod federation;
 mod fetch;
 mod flows;
+mod guard;
 mod http;
 mod mail;
 mod memory;

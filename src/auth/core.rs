@@ -55,7 +55,11 @@ impl Core {
     /// The shared parts, from start-up: `flows::AuthService::new` builds every flow over one.
     pub fn new(parts: super::AuthParts, settings: AuthSettings) -> Core {
         Core {
-            throttle: Throttle::new(parts.store.clone(), parts.clock.clone(), settings.rate_limit),
+            throttle: Throttle::new(
+                parts.store.clone(),
+                parts.clock.clone(),
+                settings.rate_limit,
+            ),
             auditor: Auditor::new(parts.store.clone(), parts.clock.clone()),
             mailer: parts.mailer,
             store: parts.store,

@@ -5,10 +5,10 @@ use clap::Subcommand;
 use serde_json::json;
 
 use crate::auth::audit::Operator;
-use crate::provider::{ClientChanges, NewClient};
 use crate::clock::rfc3339;
 use crate::error::Error;
 use crate::model::Client;
+use crate::provider::{ClientChanges, NewClient};
 use crate::services::Services;
 
 #[derive(Debug, Subcommand)]

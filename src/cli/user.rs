@@ -1,5 +1,5 @@
 //! `gatehouse user`: accounts, named by their e-mail address (docs/api.md §4). Each action is the
-//! administration API's own (`auth::Admin`), done as the operator (`Operator::Cli`).
+//! administration API's own (`admin::Admin`), done as the operator (`Operator::Cli`).
 
 use std::io::BufRead as _;
 
@@ -8,11 +8,11 @@ use secrecy::SecretString;
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::flows::AuthService;
 use crate::auth::audit::Operator;
 use crate::clock::rfc3339;
 use crate::domain::{Email, FullName, Role};
 use crate::error::Error;
+use crate::flows::AuthService;
 use crate::services::Services;
 
 #[derive(Debug, Subcommand)]

@@ -26,11 +26,11 @@ use super::cookies::{cookie_values, other_cookies};
 use super::extract::{USER_AGENT_MAX, bearer_token, client_ip};
 use super::navigation::{forwarded_url, is_navigation, sign_in_url, single};
 use super::oauth::errors::Bearer;
-use crate::provider::OAuthError;
 use crate::authz::Described;
 use crate::authz::rules::Policy;
 use crate::error::Error;
 use crate::model::{ClientInfo, Holder, Identity};
+use crate::provider::OAuthError;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

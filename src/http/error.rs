@@ -6,8 +6,8 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::oauth::errors::Bearer;
-use crate::provider::OAuthError;
 use crate::error::Error;
+use crate::provider::OAuthError;
 
 /// Failures of the HTTP exchange itself, met before any flow runs.
 #[derive(Debug, thiserror::Error)]

@@ -22,8 +22,8 @@ use std::sync::Arc;
 use crate::auth::{Core, Sessions};
 
 pub use authorize::{Authorization, AuthorizeRequest, Person};
-pub use clients::{ClientChanges, ClientMetadata, Clients, NewClient, SECRET_OVERLAP_MAX_MS};
 pub use claims::UserInfoError;
+pub use clients::{ClientChanges, ClientMetadata, Clients, NewClient, SECRET_OVERLAP_MAX_MS};
 pub use errors::{OAuthError, OAuthFailure, Refusal};
 pub use grants::TokenRequest;
 

@@ -130,7 +130,7 @@ impl Orgs {
     /// once (elsewhere by polling). `NOT_FOUND` if it is gone already. The clients bound to it go
     /// with it (the database deletes them), their sessions ended first with their back-channel
     /// logouts queued, as removing a client does.
-    pub(super) async fn remove(&self, id: Uuid) -> Result<()> {
+    pub(crate) async fn remove(&self, id: Uuid) -> Result<()> {
         let logouts = crate::provider::logout::Logouts {
             core: self.core.clone(),
         };

@@ -10,7 +10,7 @@ use uuid::Uuid;
 use super::users::gate_errors;
 use super::views::EventView;
 use super::{Admin, limit};
-use crate::auth::admin::AuditFilter;
+use crate::admin::AuditFilter;
 use crate::error::{Error, Result, Validator};
 use crate::http::docs::error_responses;
 use crate::http::{Answer, AppState, Envelope, ok};

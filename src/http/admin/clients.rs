@@ -12,13 +12,13 @@ use uuid::Uuid;
 
 use super::Admin;
 use super::users::{gate_errors, given};
-use crate::provider::{ClientChanges, NewClient, SECRET_OVERLAP_MAX_MS};
 use crate::clock::rfc3339;
 use crate::error::{Error, FieldErrors, Result};
 use crate::http::docs::{body_errors, error_responses};
 use crate::http::extract::{AppJson, PathId};
 use crate::http::{Answer, AppState, Envelope, ok};
 use crate::model::{Client, ClientOrigin};
+use crate::provider::{ClientChanges, NewClient, SECRET_OVERLAP_MAX_MS};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

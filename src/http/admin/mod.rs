@@ -1,7 +1,7 @@
 //! `/api/v1/admin/…` (docs/api.md §8): accounts, the audit trail and the OAuth clients (§11), for admins signed in with a
 //! second factor. Every handler takes `Admin`, the gate, first, so no call reads its body or
 //! touches an account before the caller is known to be one; the actions themselves are the ones
-//! the `gatehouse` command runs (`auth::admin`).
+//! the `gatehouse` command runs (`admin`).
 
 use axum::extract::FromRequestParts;
 use axum::http::request::Parts;

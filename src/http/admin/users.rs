@@ -10,8 +10,8 @@ use utoipa_axum::routes;
 
 use super::views::UserView;
 use super::{Admin, limit};
-use crate::auth::admin::UserFilter;
-use crate::auth::admin::actions::UserChanges;
+use crate::admin::UserFilter;
+use crate::admin::actions::UserChanges;
 use crate::domain::{Email, FullName, Role};
 use crate::error::{Conflict, Error, FieldErrors, OwnAction, PasswordProblem, Result, Validator};
 use crate::http::auth::views::{Deleted, Done, SessionView};

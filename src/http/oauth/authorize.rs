@@ -8,11 +8,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 use uuid::Uuid;
 
-use crate::provider::{Authorization, AuthorizeRequest, Person};
 use crate::error::{Error, Result};
 use crate::http::docs::{bearer_errors, body_errors, error_responses, server_errors};
 use crate::http::extract::{AppJson, AuthUser};
 use crate::http::{Answer, AppState, Envelope, ok};
+use crate::provider::{Authorization, AuthorizeRequest, Person};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(authorize))

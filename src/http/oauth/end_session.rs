@@ -16,11 +16,11 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::{form_parameters, single};
-use crate::provider::logout::BrowserPerson;
 use crate::error::Error;
 use crate::http::AppState;
 use crate::http::cookies::{clear_cookie, cookie_values};
 use crate::model::Client;
+use crate::provider::logout::BrowserPerson;
 
 /// As forward-auth: at most this many cookies of the name are tried.
 const MAX_COOKIES: usize = 8;

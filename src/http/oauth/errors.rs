@@ -7,8 +7,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::provider::OAuthError;
 use crate::error::Error;
+use crate::provider::OAuthError;
 
 /// RFC 6749 §5.2's error answer.
 #[derive(Serialize, ToSchema)]

@@ -17,11 +17,11 @@ use utoipa_axum::routes;
 
 use super::errors::{self, OAuthErrorBody};
 use super::{calling_client, form_parameters, single};
-use crate::auth::Introspection;
-use crate::provider::OAuthError;
+use crate::guard::Introspection;
 use crate::http::AppState;
 use crate::http::extract::client_ip;
 use crate::model::{Holder, KeyIdentity};
+use crate::provider::OAuthError;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(introspect))

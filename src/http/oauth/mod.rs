@@ -11,9 +11,9 @@ use base64::Engine as _;
 use utoipa_axum::router::OpenApiRouter;
 
 use super::AppState;
-use crate::provider::OAuthError;
 use crate::error::Error;
 use crate::model::Client;
+use crate::provider::OAuthError;
 
 mod authorize;
 mod discovery;

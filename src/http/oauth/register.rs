@@ -13,10 +13,10 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::errors::{self, OAuthErrorBody, failed, no_store};
-use crate::provider::ClientMetadata;
-use crate::provider::{OAuthError, OAuthFailure};
 use crate::http::AppState;
 use crate::http::extract::{bearer_token, client_ip};
+use crate::provider::ClientMetadata;
+use crate::provider::{OAuthError, OAuthFailure};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(register))

@@ -12,9 +12,9 @@ use utoipa_axum::routes;
 
 use super::errors::{self, OAuthErrorBody};
 use super::{calling_client, form_parameters, single};
-use crate::provider::OAuthError;
 use crate::http::AppState;
 use crate::http::extract::client_ip;
+use crate::provider::OAuthError;
 
 pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(revoke))

@@ -15,9 +15,9 @@ use utoipa_axum::routes;
 
 use super::errors::{self, OAuthErrorBody, failed, no_store};
 use super::{ClientRefused, calling_client, form_parameters, single};
-use crate::provider::{OAuthError, OAuthFailure, TokenRequest};
 use crate::http::AppState;
 use crate::http::extract::{Caller, client_ip};
+use crate::provider::{OAuthError, OAuthFailure, TokenRequest};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(token))

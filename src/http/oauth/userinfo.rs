@@ -10,9 +10,9 @@ use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::errors::{self, Bearer, OAuthErrorBody};
-use crate::provider::{OAuthError, UserInfoError, scopes};
 use crate::http::AppState;
 use crate::http::extract::bearer_token;
+use crate::provider::{OAuthError, UserInfoError, scopes};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new().routes(routes!(userinfo_get, userinfo_post))

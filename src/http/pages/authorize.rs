@@ -12,9 +12,9 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{Html, IntoResponse, Redirect, Response};
 
 use super::{AppState, PageOptions};
-use crate::provider::{Authorization, AuthorizeRequest, Person};
 use crate::error::Error;
 use crate::http::authz::cookie_identity;
+use crate::provider::{Authorization, AuthorizeRequest, Person};
 
 /// The request of the query. Each parameter counts once (its first value): a repeated
 /// `client_id` or `redirect_uri` is refused outright.

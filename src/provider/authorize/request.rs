@@ -3,9 +3,9 @@
 //! as its error.
 
 use super::{Checked, Provider};
+use crate::model::GrantType;
 use crate::provider::pkce::check_pkce;
 use crate::provider::{OAuthError, Refusal};
-use crate::model::GrantType;
 
 /// Longest `state` and `nonce` kept (they travel back in URLs and tokens).
 const STATE_MAX: usize = 2048;

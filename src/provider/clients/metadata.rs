@@ -8,8 +8,8 @@ use url::Url;
 
 use super::spec::NewClient;
 use crate::addresses::{self, redirect, redirect::UriUse};
-use crate::provider::OAuthError;
 use crate::model::Catalog;
+use crate::provider::OAuthError;
 
 /// The fields Gatehouse reads; others are ignored (RFC 7591 §2: a server may ignore any).
 #[derive(Debug, Clone, Default, Deserialize)]

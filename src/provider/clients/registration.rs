@@ -15,11 +15,11 @@ use super::Clients;
 use super::metadata::{self, ClientMetadata, MetadataRefused, metadata_error};
 use crate::auth::audit::Operator;
 use crate::auth::audit::{AuditEvent, Subject};
-use crate::provider::{OAuthError, OAuthFailure};
 use crate::config::RegistrationMode;
 use crate::crypto::random_token;
 use crate::error::{Error, Result};
 use crate::model::{Client, ClientOrigin};
+use crate::provider::{OAuthError, OAuthFailure};
 use crate::store::registration_tokens::NewRegistrationToken;
 
 /// An initial access token's lifetime without `--ttl`.

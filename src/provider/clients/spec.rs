@@ -4,11 +4,11 @@
 
 use super::names::check_name;
 use crate::addresses::redirect::{self, UriUse};
-use crate::provider::scopes;
 use crate::crypto::SigningAlg;
 use crate::error::{Result, Validator};
 use crate::model::resources::Catalog;
 use crate::model::{Client, ClientType, GrantType};
+use crate::provider::scopes;
 use uuid::Uuid;
 
 /// Most URIs of one kind a client may have.
@@ -295,8 +295,8 @@ fn check_scopes(catalog: &Catalog, names: &[String]) -> Result<Vec<String>, Stri
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::provider::clients::names::NAME_MAX;
     use crate::error::Error;
+    use crate::provider::clients::names::NAME_MAX;
 
     fn catalog() -> Catalog {
         Catalog::new(vec![crate::model::Resource::contacts_example()])

@@ -5,21 +5,24 @@
 //! A personal API key (§12) is judged as the bearer calls judge it (`api_keys::live`).
 //! A client's token for itself (§12) holds only while its client is registered with the
 //! `client_credentials` grant, as the registry has it (read again within `CLIENT_CACHE_MS`).
+//!
+//! It stands above `auth` (tokens, sessions, API keys) and `provider` (the client registry): it is
+//! where the holders of every kind of token meet. `authz` decides what a holder may reach.
 
 use crate::auth::Core;
 use std::sync::Arc;
 
 use uuid::Uuid;
 
-use crate::provider::Clients;
-use super::directory::Profile;
-use super::tokens::AccessClaims;
+use crate::auth::directory::Profile;
+use crate::auth::tokens::AccessClaims;
 use crate::error::{Error, Result};
 use crate::model::orgs::ActiveOrg;
 use crate::model::{
     ApiScopes, ClientIdentity, ClientInfo, ClientType, GrantType, Holder, Identity, KeyIdentity,
     is_multi_factor,
 };
+use crate::provider::Clients;
 
 /// The holder's membership of `org` now, as the token's active organisation, if the token's
 /// sign-in meets the organisation's `require_two_factor` now.
@@ -67,7 +70,7 @@ impl Guard {
         access_token: &str,
         client: Option<&ClientInfo>,
     ) -> Result<Holder> {
-        if super::api_keys::is_api_key(access_token) {
+        if crate::auth::api_keys::is_api_key(access_token) {
             let live = self.core.live_key(access_token).await?;
             if client.is_some() {
                 self.core.key_used(&live.key, client).await;
@@ -141,7 +144,7 @@ impl Guard {
     /// RFC 7662: a live access token's claims and holder, or `None` for anything else (expired,
     /// revoked, a refresh or temp token, garbage), which the answer does not tell apart.
     pub async fn introspect(&self, token: &str) -> Result<Option<Introspection>> {
-        if super::api_keys::is_api_key(token) {
+        if crate::auth::api_keys::is_api_key(token) {
             return match self.core.live_key(token).await {
                 Ok(live) => {
                     // A use, though not from the holder's address: the service asking is.

@@ -1,10 +1,13 @@
 //! Administration: what an operator does to accounts, from the `gatehouse` command (by e-mail) or
 //! through the administration API (by id, docs/api.md §8). Each action is here once, in `actions`,
 //! whoever calls it; `listing` reads accounts and the audit trail a page at a time; this file
-//! decides who may call the API and writes the trail of what they did.
+//! decides who may call the API and writes the trail of what they did. It stands above every flow
+//! it drives (`auth`, `guard`, the organisations); only `flows`, `http` and the CLI call it.
 
-use crate::auth::{Accounts, Core, Guard, Invitations, Orgs, Recovery, Sessions};
 use std::sync::Arc;
+
+use crate::auth::{Accounts, Core, Invitations, Orgs, Recovery, Sessions};
+use crate::guard::Guard;
 
 use crate::error::{Error, Result};
 use crate::model::{Holder, Principal};

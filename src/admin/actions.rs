@@ -7,7 +7,7 @@ use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
 use super::ADMIN_ROLE;
-use crate::auth::Admin;
+use crate::admin::Admin;
 use crate::auth::audit::Operator;
 use crate::auth::audit::{AuditEvent, Origin, Subject};
 use crate::auth::keys::new_keys;

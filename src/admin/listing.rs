@@ -5,7 +5,7 @@
 
 use uuid::Uuid;
 
-use crate::auth::Admin;
+use crate::admin::Admin;
 use crate::auth::audit::Operator;
 use crate::auth::audit::{AdminRead, AuditEvent};
 use crate::error::{Error, Result, Validator};
