@@ -9,7 +9,8 @@ use crate::auth::{
     Accounts, Addresses, ApiKeys, AuthParts, AuthSettings, BrowserSessions, Core, Housekeeping,
     Invitations, Login, Passkeys, Recovery, Resources, Sessions, TwoFactor,
 };
-use crate::auth::{Federation, Orgs};
+use crate::auth::Orgs;
+use crate::federation::Federation;
 use crate::guard::Guard;
 use crate::provider::{self, Clients};
 
@@ -167,7 +168,7 @@ mod tests {
                 metrics,
                 hasher,
                 webauthn: None,
-                providers: crate::federation::Providers::none(),
+                providers: crate::upstream::Providers::none(),
                 catalog: Arc::new(
                     resources::CatalogCell::load(
                         &store_for_catalog,

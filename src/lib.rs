@@ -22,7 +22,7 @@ mod crm;
 mod crypto;
 mod domain;
 mod error;
-pub mod federation;
+mod federation;
 mod fetch;
 mod flows;
 mod guard;
@@ -39,6 +39,7 @@ mod services;
 mod startup;
 mod store;
 pub mod telemetry;
+pub mod upstream;
 
 pub use app::{Application, Handle};
 pub use clock::Clock;

@@ -161,9 +161,9 @@ impl Services {
 /// database: a provider naming an organisation that does not exist stops the start, in one line
 /// naming the provider (its people would otherwise sign in and join nothing, silently).
 async fn identity_providers(
-    configs: Vec<crate::federation::ProviderConfig>,
+    configs: Vec<crate::upstream::ProviderConfig>,
     store: &Store,
-) -> anyhow::Result<crate::federation::Providers> {
+) -> anyhow::Result<crate::upstream::Providers> {
     for config in &configs {
         if let Some(slug) = &config.org
             && store.org_id_by_slug(slug).await?.is_none()
@@ -174,7 +174,7 @@ async fn identity_providers(
             );
         }
     }
-    Ok(crate::federation::Providers::new(configs))
+    Ok(crate::upstream::Providers::new(configs))
 }
 
 /// The WebAuthn relying party of the settings (checked there already: `config::webauthn`), or

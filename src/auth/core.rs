@@ -46,7 +46,7 @@ pub struct Core {
     /// API keys read lately, and their uses noted (docs/api.md §12).
     pub(crate) keys: super::api_keys::LiveKeys,
     /// The identity providers people may sign in with (docs/api.md §14).
-    pub(crate) providers: crate::federation::Providers,
+    pub(crate) providers: crate::upstream::Providers,
     /// The business APIs and their scopes: the vocabulary every flow checks scopes against.
     pub(crate) catalog: Arc<super::resources::CatalogCell>,
 }

@@ -20,7 +20,6 @@ use crate::store::Store;
 pub mod api_keys;
 pub mod audit;
 pub mod directory;
-pub mod federation;
 pub mod keys;
 pub mod live;
 pub mod orgs;
@@ -32,7 +31,7 @@ pub mod tokens;
 pub mod totp;
 
 mod account;
-mod browser;
+pub(crate) mod browser;
 mod core;
 mod enrolment;
 mod housekeeping;
@@ -51,7 +50,6 @@ pub use account::Accounts;
 pub use api_keys::ApiKeys;
 pub use browser::BrowserSessions;
 pub use enrolment::TwoFactor;
-pub use federation::Federation;
 pub use housekeeping::Housekeeping;
 pub use invitation::Invitations;
 pub use login::Login;
@@ -74,7 +72,7 @@ const AMR_PASSWORD: &str = "pwd";
 const AMR_OTP: &str = "otp";
 /// Signed in through another identity provider (docs/api.md §14): not an RFC 8176 value, which
 /// has none for it; `mfa` joins it when the provider's own second factor is trusted.
-const AMR_FEDERATED: &str = "fed";
+pub(crate) const AMR_FEDERATED: &str = "fed";
 
 pub struct AuthSettings {
     /// Throttling of login and 2FA attempts (`GATEHOUSE_RATE_LIMIT`).
@@ -115,7 +113,7 @@ pub struct AuthParts {
     pub webauthn: Option<Arc<webauthn_rs::Webauthn>>,
     pub mailer: Arc<Mailer>,
     /// The identity providers of `GATEHOUSE_IDENTITY_PROVIDERS` (docs/api.md §14).
-    pub providers: crate::federation::Providers,
+    pub providers: crate::upstream::Providers,
     /// The business APIs and their scopes (docs/guide/resources.md).
     pub catalog: Arc<resources::CatalogCell>,
 }

@@ -33,7 +33,7 @@ pub use webauthn::RelyingParty;
 
 use crate::authz::rules::AccessRules;
 use crate::crypto::SigningAlg;
-use crate::federation::ProviderConfig;
+use crate::upstream::ProviderConfig;
 use crate::model::Resource;
 
 /// Every setting, parsed and checked.

@@ -9,7 +9,7 @@ use serde::Deserialize;
 use url::Url;
 
 use crate::addresses;
-use crate::federation::ProviderConfig;
+use crate::upstream::ProviderConfig;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -1,384 +1,387 @@
-//! Signing in through other OpenID providers (docs/api.md §14): Gatehouse as a relying party of
-//! the providers of `GATEHOUSE_IDENTITY_PROVIDERS`. It speaks HTTP as a client only (no axum, no
-//! SQL): the flow that stores state, makes accounts and answers browsers is `crate::auth::federation`.
+//! Signing in with other identity providers (docs/api.md §14): the flows through an upstream
+//! OpenID provider (`crate::upstream::Providers` speaks to it), bound to the browser that began
+//! them, and the identities they link to accounts.
 //!
-//! Nothing a request asks of `Providers` without a flow (`list`, `get`, `for_address`,
-//! `authorization`) waits on the network: discovery runs in the background, so a provider out of
-//! reach shows as unavailable instead of slowing the sign-in page.
-
-mod id_token;
-mod upstream;
+//! A flow begins at `start_sign_in` (the sign-in page's button) or `start_link` (the account page,
+//! the owner confirmed); either keeps a row keyed by the hash of a new binding cookie and sends the
+//! browser to the provider. The callback (`callback`) takes that row, so a flow is finished once,
+//! by the browser that began it, with the `state` it was given. A finished sign-in is kept sealed
+//! for the pages to collect (`finish`), under a new value of the same cookie. Nothing here knows
+//! HTTP: the page routes turn `Started` and `Landing` into redirects and cookies.
+//!
+//! It stands on `auth` (Core, Login, browser sessions) and `upstream`; only `flows`, `http` and the
+//! CLI call it. Per-organisation connections (OpenID Connect or SAML) belong here.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rand::RngCore as _;
-use sha2::{Digest as _, Sha256};
+use secrecy::SecretString;
 
-use upstream::{EXCHANGE_TIMEOUT, Upstream};
+use crate::auth::audit::{AuditEvent, Subject};
+use crate::auth::{BrowserSessions, Core, Login};
+use crate::crypto::sha256;
+use crate::error::{Conflict, Error, Result};
+use crate::upstream::{ProviderSummary, UpstreamError};
+use crate::mail::Notice;
+use crate::model::{
+    ClientInfo, FederatedIdentity, FederationFlow, FlowPurpose, LoginOutcome, Principal, Unlinked,
+};
 
-/// One `[[provider]]` of the file, checked.
-#[derive(Clone, Debug)]
-pub struct ProviderConfig {
-    pub id: String,
-    pub name: String,
-    pub issuer: url::Url,
-    pub client_id: String,
-    pub client_secret: secrecy::SecretString,
-    /// Default `["openid", "email", "profile"]`; "openid" always included.
-    pub scopes: Vec<String>,
-    /// Lower-case, no leading dot; each covers its subdomains.
-    pub domains: Vec<String>,
-    /// An organisation's slug; its existence is checked at start by the services.
-    pub org: Option<String>,
-    pub signup: bool,
-    pub trust_second_factor: bool,
+mod callback;
+mod handoff;
+mod signin;
+
+pub use callback::{CallbackAnswer, Landing};
+
+/// How long a browser has at the provider before its flow is void.
+const FLOW_TTL_MS: i64 = 10 * 60 * 1000;
+/// How long a finished sign-in waits for the pages to collect it.
+const HANDOFF_TTL_MS: i64 = 60 * 1000;
+/// The tags of the cookie's two values: a flow's binding never passes as a handoff, nor the
+/// reverse, nor any other tagged value of the service (`Secrets::tagged_token`).
+const BINDING_SCOPE: &[u8] = b"federation-binding/v1";
+const HANDOFF_SCOPE: &[u8] = b"federation-handoff/v1";
+
+/// Why a flow ended without signing in or linking: the code the sign-in page (or the account
+/// page) is sent, which it turns into a sentence. Never upstream text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    ProviderUnknown,
+    ProviderUnavailable,
+    ProviderDenied,
+    ProviderError,
+    ProviderInvalid,
+    Expired,
+    AccountExists,
+    NoAccount,
+    EmailMissing,
+    EmailNotVerified,
+    AccountDisabled,
+    IdentityTaken,
+    AlreadyLinked,
+    /// A re-authentication signed in another identity than the one linked to the account.
+    NotLinked,
+    /// A re-authentication the provider did not ask for again (no `auth_time`, or an older one
+    /// than the flow): its own session is no proof of who sits at the browser now.
+    NotFresh,
+    /// The provider does not speak for the address (docs/guide/providers.md): it lies under
+    /// another provider's `domains`, or outside this provider's own.
+    WrongProvider,
 }
 
-/// A provider as the sign-in page shows it.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct ProviderSummary {
-    pub id: String,
-    pub name: String,
-    /// Its discovery document and JWK Set are in hand.
-    pub available: bool,
-    pub domains: Vec<String>,
-}
-
-/// An authorization request to send the browser to, and what the callback must check it against
-/// (the flow keeps `state`, `nonce` and `pkce_verifier`, bound to the browser).
-#[derive(Clone)]
-pub struct Authorization {
-    pub url: String,
-    pub state: String,
-    pub nonce: String,
-    pub pkce_verifier: String,
-}
-
-/// Who the provider says signed in, from a validated ID token (and userinfo).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct UpstreamIdentity {
-    pub subject: String,
-    pub email: Option<String>,
-    pub email_verified: bool,
-    pub name: Option<String>,
-    pub amr: Vec<String>,
-    /// When the person last signed in at the provider (seconds since the epoch), if it said.
-    pub auth_time: Option<i64>,
-}
-
-/// Why a provider gave no identity. The text is for logs: it may quote the provider, so it never
-/// goes into a URL or a page.
-#[derive(Debug, thiserror::Error)]
-pub enum UpstreamError {
-    #[error("unknown provider")]
-    UnknownProvider,
-    /// Discovery not done, unreachable, timeout, 5xx.
-    #[error("provider unavailable: {0}")]
-    Unavailable(String),
-    /// The token endpoint's error answer (invalid_grant…).
-    #[error("provider refused: {0}")]
-    Refused(String),
-    /// Signature, iss, aud, azp, exp, iat, nonce or sub.
-    #[error("ID token invalid: {0}")]
-    InvalidToken(String),
-}
-
-/// The configured providers and what is known of each. Cheap to clone.
-#[derive(Clone)]
-pub struct Providers {
-    inner: Arc<Inner>,
-}
-
-struct Inner {
-    upstreams: Vec<Upstream>,
-    /// Discovery is started once, however often `discover_in_background` is called.
-    started: AtomicBool,
-    /// `None` when the TLS client cannot be built: every provider is then unavailable.
-    http: Option<reqwest::Client>,
-}
-
-/// Discovery retries wait this long at first, doubling to `RETRY_MAX`.
-const RETRY_FIRST: Duration = Duration::from_secs(1);
-const RETRY_MAX: Duration = Duration::from_secs(60);
-
-impl Providers {
-    /// No I/O: discovery starts with `discover_in_background`.
-    pub fn new(configs: Vec<ProviderConfig>) -> Providers {
-        let http = if configs.is_empty() {
-            None
-        } else {
-            // No redirects: a provider's endpoints are the ones its document names, and a
-            // redirect from the token endpoint would carry the code and secret elsewhere.
-            let built = reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .timeout(EXCHANGE_TIMEOUT)
-                .connect_timeout(EXCHANGE_TIMEOUT)
-                .user_agent(concat!("Gatehouse/", env!("CARGO_PKG_VERSION")))
-                .build();
-            match built {
-                Ok(client) => Some(client),
-                Err(error) => {
-                    tracing::error!(error = %error, "the HTTP client for identity providers cannot be built");
-                    None
-                }
-            }
-        };
-        Providers {
-            inner: Arc::new(Inner {
-                upstreams: configs.into_iter().map(Upstream::new).collect(),
-                started: AtomicBool::new(false),
-                http,
-            }),
+impl Refusal {
+    pub fn code(self) -> &'static str {
+        match self {
+            Refusal::ProviderUnknown => "provider_unknown",
+            Refusal::ProviderUnavailable => "provider_unavailable",
+            Refusal::ProviderDenied => "provider_denied",
+            Refusal::ProviderError => "provider_error",
+            Refusal::ProviderInvalid => "provider_invalid",
+            Refusal::Expired => "expired",
+            Refusal::AccountExists => "account_exists",
+            Refusal::NoAccount => "no_account",
+            Refusal::EmailMissing => "email_missing",
+            Refusal::EmailNotVerified => "email_not_verified",
+            Refusal::AccountDisabled => "account_disabled",
+            Refusal::IdentityTaken => "identity_taken",
+            Refusal::AlreadyLinked => "already_linked",
+            Refusal::NotLinked => "not_linked",
+            Refusal::NotFresh => "not_fresh",
+            Refusal::WrongProvider => "wrong_provider",
         }
     }
 
-    pub fn none() -> Providers {
-        Providers::new(Vec::new())
+    fn upstream(error: &UpstreamError) -> Refusal {
+        match error {
+            UpstreamError::UnknownProvider => Refusal::ProviderUnknown,
+            UpstreamError::Unavailable(_) => Refusal::ProviderUnavailable,
+            UpstreamError::Refused(_) => Refusal::ProviderError,
+            UpstreamError::InvalidToken(_) => Refusal::ProviderInvalid,
+        }
     }
+}
 
-    /// Spawns, per provider, discovery and the JWK Set fetch, retried with backoff until they
-    /// succeed; each failure is one log line naming the provider. Needs a Tokio runtime.
+/// A flow begun: where to send the browser, and the cookie value that binds the flow to it.
+#[derive(Debug)]
+pub struct Started {
+    pub location: String,
+    pub binding: String,
+}
+
+/// Where a link or a re-authentication ends.
+const ACCOUNT_PAGE: &str = "/account";
+
+/// A linked identity as its owner sees it.
+#[derive(Debug, Clone)]
+pub struct IdentityView {
+    pub identity: FederatedIdentity,
+    /// The provider's button label; its id when it is no longer in the providers file.
+    pub provider_name: String,
+}
+
+/// The flows through other identity providers, and the identities they link.
+#[derive(Clone)]
+pub struct Federation {
+    pub(crate) core: Arc<Core>,
+    pub(crate) login: Login,
+    pub(crate) browser: BrowserSessions,
+}
+
+impl Federation {
+    /// Starts each provider's discovery (the server's start; the CLI's commands have no use for it).
     pub fn discover_in_background(&self) {
-        let Some(http) = self.inner.http.clone() else {
-            return;
-        };
-        if self.inner.started.swap(true, Ordering::SeqCst) {
-            return;
-        }
-        for index in 0..self.inner.upstreams.len() {
-            let inner = Arc::clone(&self.inner);
-            let http = http.clone();
-            tokio::spawn(async move {
-                let upstream = &inner.upstreams[index];
-                let mut wait = RETRY_FIRST;
-                loop {
-                    match upstream.discover(&http).await {
-                        Ok(()) => {
-                            tracing::info!(provider = %upstream.config.id, "identity provider discovered");
-                            return;
-                        }
-                        Err(reason) => tracing::warn!(
-                            provider = %upstream.config.id,
-                            issuer = %upstream.config.issuer,
-                            %reason,
-                            retry_in_s = wait.as_secs(),
-                            "identity provider unavailable: discovery failed"
-                        ),
-                    }
-                    tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(RETRY_MAX);
-                }
-            });
-        }
+        self.core.providers.discover_in_background();
     }
 
-    pub fn list(&self) -> Vec<ProviderSummary> {
-        self.inner
-            .upstreams
-            .iter()
-            .map(|u| ProviderSummary {
-                id: u.config.id.clone(),
-                name: u.config.name.clone(),
-                available: u.endpoints().is_some(),
-                domains: u.config.domains.clone(),
+    /// The configured providers, for the sign-in page; never waits on a provider.
+    pub fn providers(&self) -> Vec<ProviderSummary> {
+        self.core.providers.list()
+    }
+
+    /// Begins a sign-in through `provider`, ending at `return_to` (checked by the caller).
+    pub async fn start_sign_in(
+        &self,
+        provider: &str,
+        return_to: String,
+        login_hint: Option<&str>,
+        client: &ClientInfo,
+    ) -> std::result::Result<Started, Refusal> {
+        if self.core.throttle.federation_start_from(client.ip).is_err() {
+            // A flood of starts must not fill the table; the page says to try again.
+            return Err(Refusal::ProviderUnavailable);
+        }
+        (self.begin(provider, return_to, login_hint, FlowPurpose::SignIn, None))
+            .await
+            .map_err(|e| match e {
+                Error::NotFound => Refusal::ProviderUnknown,
+                _ => Refusal::ProviderUnavailable,
             })
-            .collect()
     }
 
-    pub fn get(&self, id: &str) -> Option<&ProviderConfig> {
-        self.upstream(id).map(|u| &u.config)
-    }
-
-    /// The provider whose `domains` cover this (normalised) address: the domain or a subdomain of it.
-    pub fn for_address(&self, email_normalized: &str) -> Option<&ProviderConfig> {
-        let (_, domain) = email_normalized.rsplit_once('@')?;
-        let domain = domain.to_ascii_lowercase();
-        self.inner.upstreams.iter().map(|u| &u.config).find(|c| {
-            c.domains
-                .iter()
-                .any(|d| domain == *d || domain.ends_with(&format!(".{d}")))
-        })
-    }
-
-    /// Whether `provider` speaks for `address` (normalised): may make, link or adopt an account
-    /// of it (docs/guide/providers.md, "Which provider speaks for an address"). An address under a
-    /// provider's `domains` is that provider's alone; a provider with `domains` speaks for no
-    /// address outside them; a provider without `domains` speaks for every address no provider
-    /// owns.
-    pub fn speaks_for(&self, provider: &ProviderConfig, address: &str) -> bool {
-        match self.for_address(address) {
-            Some(owner) => owner.id == provider.id,
-            None => provider.domains.is_empty(),
-        }
-    }
-
-    /// Whether an account of `address` may sign in through `provider`: never through another
-    /// provider than its domain's, whatever was linked before (its password is `SSO_REQUIRED`
-    /// too).
-    pub fn signs_in_through(&self, provider: &ProviderConfig, address: &str) -> bool {
-        self.for_address(address)
-            .is_none_or(|owner| owner.id == provider.id)
-    }
-
-    /// The authorization request (code, S256 PKCE, fresh random state and nonce, scopes;
-    /// `login_hint` passed on).
-    pub fn authorization(
+    /// Begins linking an identity at `provider` to the caller's account: the owner confirms (the
+    /// password, or the session's re-authentication), as for every new way into the account.
+    pub async fn start_link(
         &self,
-        id: &str,
-        redirect_uri: &str,
-        login_hint: Option<&str>,
-    ) -> Result<Authorization, UpstreamError> {
-        self.request(id, redirect_uri, login_hint, false)
-    }
-
-    /// The authorization request of a re-authentication: `prompt=login` and `max_age=0`, so the
-    /// provider asks the person again rather than riding on its own session (whoever sits at an
-    /// unattended computer has that too), and says when in `auth_time` (checked by the caller).
-    pub fn fresh_authorization(
-        &self,
-        id: &str,
-        redirect_uri: &str,
-    ) -> Result<Authorization, UpstreamError> {
-        self.request(id, redirect_uri, None, true)
-    }
-
-    fn request(
-        &self,
-        id: &str,
-        redirect_uri: &str,
-        login_hint: Option<&str>,
-        fresh: bool,
-    ) -> Result<Authorization, UpstreamError> {
-        let upstream = self.upstream(id).ok_or(UpstreamError::UnknownProvider)?;
-        let endpoints = upstream
-            .endpoints()
-            .ok_or_else(|| UpstreamError::Unavailable("discovery not done".into()))?;
-        let state = random();
-        let nonce = random();
-        let pkce_verifier = random();
-        let challenge = URL_SAFE_NO_PAD.encode(Sha256::digest(pkce_verifier.as_bytes()));
-        let mut url = endpoints.authorization.clone();
-        {
-            let mut query = url.query_pairs_mut();
-            query
-                .append_pair("response_type", "code")
-                .append_pair("client_id", &upstream.config.client_id)
-                .append_pair("redirect_uri", redirect_uri)
-                .append_pair("scope", &upstream.config.scopes.join(" "))
-                .append_pair("state", &state)
-                .append_pair("nonce", &nonce)
-                .append_pair("code_challenge", &challenge)
-                .append_pair("code_challenge_method", "S256");
-            if let Some(hint) = login_hint.filter(|h| !h.is_empty()) {
-                query.append_pair("login_hint", hint);
-            }
-            if fresh {
-                query
-                    .append_pair("prompt", "login")
-                    .append_pair("max_age", "0");
+        who: &Principal,
+        provider: &str,
+        password: Option<SecretString>,
+        client: &ClientInfo,
+    ) -> Result<Started> {
+        self.core.throttle.federation_start_from(client.ip)?;
+        let user = self.core.user(who).await?;
+        self.core.providers.get(provider).ok_or(Error::NotFound)?;
+        // An account of a domain's provider links no other one: it signs in through its own
+        // (docs/guide/providers.md); said before the owner is asked to confirm anything.
+        if let Some(owner) = self.core.providers.for_address(&user.email_normalized) {
+            if owner.id != provider {
+                return Err(Error::SsoRequired {
+                    provider: owner.id.clone(),
+                });
             }
         }
-        Ok(Authorization {
-            url: url.into(),
-            state,
-            nonce,
-            pkce_verifier,
-        })
-    }
-
-    /// Exchanges the code (client_secret_basic or _post per discovery) and validates the ID token
-    /// fully (see `id_token`); on an unknown `kid` the JWK Set is fetched again once, at most once
-    /// per 60 s per provider. email, email_verified and name from the ID token, else from userinfo
-    /// when the provider has one; amr from the ID token.
-    pub async fn complete(
-        &self,
-        id: &str,
-        redirect_uri: &str,
-        code: &str,
-        pkce_verifier: &str,
-        nonce: &str,
-    ) -> Result<UpstreamIdentity, UpstreamError> {
-        let upstream = self.upstream(id).ok_or(UpstreamError::UnknownProvider)?;
-        let (Some(http), Some(endpoints)) = (&self.inner.http, upstream.endpoints()) else {
-            return Err(UpstreamError::Unavailable("discovery not done".into()));
-        };
-        let (token, access_token) = upstream
-            .exchange(http, &endpoints, redirect_uri, code, pkce_verifier)
+        self.core
+            .confirm_owner(&user, who, password, "password")
             .await?;
-        let head = id_token::head(&token)?;
-        let mut keys = upstream.keys();
-        let unknown_kid = head.kid.is_some() && id_token::candidates(&keys, &head).is_empty();
-        if unknown_kid {
-            // Refetched here, or a moment ago by a concurrent callback (which this one waited
-            // for): either way the set in hand now is the newest there is.
-            upstream.refetch_keys(http, &endpoints.jwks).await;
-            keys = upstream.keys();
+        let linked = self.core.store.federated_identities_of(user.id).await?;
+        if linked.iter().any(|i| i.provider_id == provider) {
+            return Err(Error::Conflict(Conflict::AlreadyLinked));
         }
-        let expected = id_token::Expected {
-            issuer: &endpoints.issuer,
-            client_id: &upstream.config.client_id,
-            nonce,
-            now: now(),
+        let account = Some((user.id, who.session_id));
+        let purpose = FlowPurpose::Link;
+        (self.begin(provider, ACCOUNT_PAGE.into(), None, purpose, account)).await
+    }
+
+    /// Begins re-authenticating the caller's session through the identity linked to its account
+    /// at `provider` (docs/api.md §3, §14): the way an account without a password proves its
+    /// holder again. No identity of the account there: `NOT_FOUND`.
+    pub async fn start_reauthentication(
+        &self,
+        who: &Principal,
+        provider: &str,
+        client: &ClientInfo,
+    ) -> Result<Started> {
+        self.core.throttle.federation_start_from(client.ip)?;
+        let user = self.core.user(who).await?;
+        let linked = self.core.store.federated_identities_of(user.id).await?;
+        if !linked.iter().any(|i| i.provider_id == provider) {
+            return Err(Error::NotFound);
+        }
+        let account = Some((user.id, who.session_id));
+        let purpose = FlowPurpose::Reauthenticate;
+        (self.begin(provider, ACCOUNT_PAGE.into(), None, purpose, account)).await
+    }
+
+    /// The flow's row and the provider's authorization URL.
+    async fn begin(
+        &self,
+        provider: &str,
+        return_to: String,
+        login_hint: Option<&str>,
+        purpose: FlowPurpose,
+        account: Option<(uuid::Uuid, uuid::Uuid)>,
+    ) -> Result<Started> {
+        let redirect_uri = self.redirect_uri(provider);
+        let providers = &self.core.providers;
+        let authorization = match purpose {
+            FlowPurpose::Reauthenticate => providers.fresh_authorization(provider, &redirect_uri),
+            _ => providers.authorization(provider, &redirect_uri, login_hint),
         };
-        let candidates = id_token::candidates(&keys, &head);
-        if candidates.is_empty() {
-            return Err(UpstreamError::InvalidToken(
-                "signed by a key the provider does not publish".into(),
-            ));
+        let authorization = authorization.map_err(|e| match e {
+            UpstreamError::UnknownProvider => Error::NotFound,
+            _ => Error::ProviderUnavailable,
+        })?;
+        let binding = self.core.secrets.tagged_token(BINDING_SCOPE);
+        let binding_hash = sha256(binding.as_bytes());
+        let flow = FederationFlow {
+            binding_hash,
+            provider_id: provider.to_owned(),
+            state_hash: sha256(authorization.state.as_bytes()),
+            nonce: authorization.nonce,
+            sealed_verifier: self
+                .core
+                .secrets
+                .seal(&binding_hash, authorization.pkce_verifier.as_bytes()),
+            return_to,
+            purpose,
+            account,
+            expires_at: self.core.clock.now_ms() + FLOW_TTL_MS,
+        };
+        self.core.store.insert_federation_flow(&flow).await?;
+        Ok(Started {
+            location: authorization.url,
+            binding,
+        })
+    }
+
+    /// `<public URL>/auth/providers/{id}/callback`: what is registered at the provider.
+    fn redirect_uri(&self, provider: &str) -> String {
+        let base = self.core.settings.public_url.trim_end_matches('/');
+        format!("{base}/auth/providers/{provider}/callback")
+    }
+
+    /// The finished sign-in a cookie's handoff value holds (single use); `TOKEN_INVALID` else.
+    pub async fn finish(&self, values: &[&str]) -> Result<LoginOutcome> {
+        let value = values
+            .iter()
+            .find(|v| self.core.secrets.checks_token(HANDOFF_SCOPE, v))
+            .ok_or(Error::TokenInvalid)?;
+        let hash = sha256(value.as_bytes());
+        let now = self.core.clock.now_ms();
+        let sealed = self
+            .core
+            .store
+            .take_federation_handoff(&hash, now)
+            .await?
+            .ok_or(Error::TokenInvalid)?;
+        handoff::open(&self.core.secrets, &hash, &sealed)
+    }
+
+    /// The caller's linked identities.
+    pub async fn identities(&self, who: &Principal) -> Result<Vec<IdentityView>> {
+        let user = self.core.user(who).await?;
+        self.views(user.id).await
+    }
+
+    async fn views(&self, user: uuid::Uuid) -> Result<Vec<IdentityView>> {
+        let identities = self.core.store.federated_identities_of(user).await?;
+        Ok(identities
+            .into_iter()
+            .map(|identity| IdentityView {
+                provider_name: self
+                    .core
+                    .providers
+                    .get(&identity.provider_id)
+                    .map_or_else(|| identity.provider_id.clone(), |p| p.name.clone()),
+                identity,
+            })
+            .collect())
+    }
+
+    /// Unlinks the caller's identity at `provider`, unless it is the account's last way in.
+    pub async fn unlink(&self, who: &Principal, provider: &str, client: &ClientInfo) -> Result<()> {
+        let user = self.core.user(who).await?;
+        let now = self.core.clock.now_ms();
+        match self
+            .core
+            .store
+            .unlink_federated_identity(user.id, provider, now)
+            .await?
+        {
+            Unlinked::Done => {}
+            Unlinked::NotFound => return Err(Error::NotFound),
+            Unlinked::LastWayIn => return Err(Error::Conflict(Conflict::LastWayIn)),
         }
-        let mut identity = id_token::validate(&token, &head, &candidates, &expected)?;
-        let incomplete = identity.email.is_none() || identity.name.is_none();
-        if let Some(access_token) = access_token.filter(|_| incomplete) {
-            match upstream.userinfo(http, &endpoints, &access_token).await {
-                Ok(info) => merge_userinfo(&mut identity, &info),
-                // Not fatal: the ID token is valid; what is missing decides the flow's answer.
-                Err(reason) => {
-                    tracing::debug!(provider = %id, %reason, "identity provider: no userinfo")
-                }
-            }
+        let event = AuditEvent::IdentityUnlinked {
+            provider: provider.to_owned(),
+        };
+        let subject = Subject::user(user.id)
+            .in_session(who.session_id)
+            .from(client);
+        self.core.audit(event, subject).await;
+        self.core.notify(&user, Notice::IdentityUnlinked).await;
+        Ok(())
+    }
+
+    /// A new random value for a handoff cookie, and its hash.
+    fn handoff_binding(&self) -> (String, [u8; 32]) {
+        let value = self.core.secrets.tagged_token(HANDOFF_SCOPE);
+        let hash = sha256(value.as_bytes());
+        (value, hash)
+    }
+}
+
+impl Core {
+    /// `SSO_REQUIRED` for an address under a provider's `domains` (docs/api.md §14).
+    pub(super) fn sso_required(&self, email_normalized: &str) -> Result<()> {
+        match self.providers.for_address(email_normalized) {
+            Some(provider) => Err(Error::SsoRequired {
+                provider: provider.id.clone(),
+            }),
+            None => Ok(()),
         }
-        Ok(identity)
     }
-
-    fn upstream(&self, id: &str) -> Option<&Upstream> {
-        self.inner.upstreams.iter().find(|u| u.config.id == id)
-    }
-}
-
-/// Fills what the ID token left out from a userinfo document, which counts only when its `sub` is
-/// the token's (OpenID Connect Core §5.3.2: else it may describe someone else). The address and
-/// its `email_verified` come from the same document: a flag never vouches for another address,
-/// and a token's own `email_verified` is never overruled.
-fn merge_userinfo(identity: &mut UpstreamIdentity, info: &serde_json::Value) {
-    if id_token::text(info.get("sub")).as_deref() != Some(identity.subject.as_str()) {
-        return;
-    }
-    if identity.email.is_none() {
-        identity.email = id_token::text(info.get("email"));
-        identity.email_verified = id_token::verified(info.get("email_verified"));
-    }
-    if identity.name.is_none() {
-        identity.name = id_token::text(info.get("name"));
-    }
-}
-
-/// 32 random bytes, base64url: a state, a nonce, or a PKCE verifier (RFC 7636 §4.1: 43 characters).
-fn random() -> String {
-    let mut bytes = [0u8; 32];
-    rand::rngs::OsRng.fill_bytes(&mut bytes);
-    URL_SAFE_NO_PAD.encode(bytes)
-}
-
-fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 #[cfg(test)]
-mod tests;
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusal_codes_are_the_pages_words() {
+        let all = [
+            Refusal::ProviderUnknown,
+            Refusal::ProviderUnavailable,
+            Refusal::ProviderDenied,
+            Refusal::ProviderError,
+            Refusal::ProviderInvalid,
+            Refusal::Expired,
+            Refusal::AccountExists,
+            Refusal::NoAccount,
+            Refusal::EmailMissing,
+            Refusal::EmailNotVerified,
+            Refusal::AccountDisabled,
+            Refusal::IdentityTaken,
+            Refusal::AlreadyLinked,
+            Refusal::NotLinked,
+            Refusal::NotFresh,
+            Refusal::WrongProvider,
+        ];
+        let mut codes: Vec<&str> = all.iter().map(|r| r.code()).collect();
+        // Safe in a URL as they are, and each its own.
+        assert!(
+            codes
+                .iter()
+                .all(|c| c.bytes().all(|b| b.is_ascii_lowercase() || b == b'_'))
+        );
+        codes.sort_unstable();
+        codes.dedup();
+        assert_eq!(codes.len(), all.len());
+        assert_eq!(
+            Refusal::upstream(&UpstreamError::InvalidToken("x".into())),
+            Refusal::ProviderInvalid
+        );
+        assert_eq!(
+            Refusal::upstream(&UpstreamError::Unavailable("x".into())),
+            Refusal::ProviderUnavailable
+        );
+    }
+}

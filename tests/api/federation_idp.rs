@@ -16,7 +16,7 @@ use std::io::BufRead as _;
 use std::os::unix::process::CommandExt as _;
 use std::process::{Child, Command, Stdio};
 
-use gatehouse::federation::ProviderConfig;
+use gatehouse::upstream::ProviderConfig;
 use serde_json::{Value, json};
 use url::Url;
 

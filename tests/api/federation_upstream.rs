@@ -1,10 +1,10 @@
-//! Gatehouse's relying party towards upstream providers (`gatehouse::federation`), driven without
+//! Gatehouse's relying party towards upstream providers (`gatehouse::upstream`), driven without
 //! the flow's endpoints: against oidc-provider (a provider no one here wrote) for the whole code
 //! flow, and against the hostile provider for each way an answer can be wrong.
 
 use std::time::{Duration, Instant};
 
-use gatehouse::federation::{Providers, UpstreamError, UpstreamIdentity};
+use gatehouse::upstream::{Providers, UpstreamError, UpstreamIdentity};
 use serde_json::json;
 
 use crate::federation_idp::{

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use super::login::LoginAnswer;
 use super::password_or_window;
-use crate::auth::federation::{IdentityView, Started};
+use crate::federation::{IdentityView, Started};
 use crate::clock::rfc3339;
 use crate::error::{Conflict, Error, Result, Validator};
 use crate::http::cookies::{FEDERATION_COOKIE, cookie_values, federation_cookie};

@@ -13,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde::Deserialize;
 
-use crate::auth::federation::{CallbackAnswer, Landing, Refusal};
+use crate::federation::{CallbackAnswer, Landing, Refusal};
 use crate::http::AppState;
 use crate::http::auth::identities::FLOW_COOKIE_SECONDS;
 use crate::http::cookies::{FEDERATION_COOKIE, cookie_values, federation_cookie, set_cookie};

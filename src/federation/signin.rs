@@ -11,7 +11,7 @@ use super::{Federation, Refusal};
 use crate::auth::AMR_FEDERATED;
 use crate::auth::audit::{AuditEvent, OrgEvent, Subject};
 use crate::domain::{Email, FullName};
-use crate::federation::{ProviderConfig, UpstreamIdentity};
+use crate::upstream::{ProviderConfig, UpstreamIdentity};
 use crate::model::{ClientInfo, FederatedIdentity, LoginOutcome, User};
 use crate::store::federation::NewAccount;
 use crate::store::users::NewUser;

@@ -12,7 +12,7 @@ use crate::auth::audit::{AuditEvent, OrgEvent, Subject};
 use crate::auth::browser::IssuedCookie;
 use crate::crypto::sha256;
 use crate::error::Result;
-use crate::federation::{ProviderConfig, UpstreamIdentity};
+use crate::upstream::{ProviderConfig, UpstreamIdentity};
 use crate::mail::Notice;
 use crate::model::{
     ClientInfo, FederatedIdentity, FederationFlow, FlowPurpose, Linked, LoginOutcome, User,
