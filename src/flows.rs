@@ -9,9 +9,9 @@ use crate::auth::{
     Accounts, Addresses, ApiKeys, AuthParts, AuthSettings, BrowserSessions, Core, Housekeeping,
     Invitations, Login, Passkeys, Recovery, Resources, Sessions, TwoFactor,
 };
-use crate::auth::Orgs;
 use crate::federation::Federation;
 use crate::guard::Guard;
+use crate::orgs::Orgs;
 use crate::provider::{self, Clients};
 
 /// The flows, built once over one `Core`: what `http` and the CLI call.
@@ -22,7 +22,6 @@ pub struct AuthService {
     pub addresses: Addresses,
     pub two_factor: TwoFactor,
     pub recovery: Recovery,
-    pub invitations: Invitations,
     pub orgs: Orgs,
     pub passkeys: Passkeys,
     pub guard: Guard,
@@ -53,10 +52,10 @@ impl AuthService {
             core: core.clone(),
             addresses: addresses.clone(),
         };
-        let orgs = Orgs { core: core.clone() };
-        let invitations = Invitations {
+        let invitations = Invitations { core: core.clone() };
+        let orgs = Orgs {
             core: core.clone(),
-            orgs: orgs.clone(),
+            invitations: invitations.clone(),
         };
         let recovery = Recovery::new(core.clone(), rate_limit);
         // One registry, so that a client removed or changed here is seen so at once by every
@@ -98,7 +97,6 @@ impl AuthService {
             sessions,
             accounts,
             addresses,
-            invitations,
             orgs,
             recovery,
             guard,

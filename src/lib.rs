@@ -31,6 +31,7 @@ mod mail;
 mod memory;
 mod metrics;
 mod model;
+mod orgs;
 mod outbox;
 mod private_files;
 mod provider;

@@ -6,8 +6,9 @@
 
 use std::sync::Arc;
 
-use crate::auth::{Accounts, Core, Invitations, Orgs, Recovery, Sessions};
+use crate::auth::{Accounts, Core, Invitations, Recovery, Sessions};
 use crate::guard::Guard;
+use crate::orgs::Orgs;
 
 use crate::error::{Error, Result};
 use crate::model::{Holder, Principal};

@@ -7,10 +7,10 @@ use uuid::Uuid;
 use super::Admin;
 use crate::auth::audit::Operator;
 use crate::auth::audit::{Actor, AdminRead, AuditEvent, OrgEvent};
-use crate::auth::orgs::MemberPage;
 use crate::error::{Error, Result, Validator};
 use crate::model::Page;
 use crate::model::orgs::Org;
+use crate::orgs::MemberPage;
 
 /// Longest `q`, in characters.
 const QUERY_MAX: usize = 200;

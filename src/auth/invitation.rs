@@ -10,7 +10,6 @@ use super::AMR_PASSWORD;
 use super::audit::Operator;
 use super::audit::{AuditEvent, Subject};
 use super::notices::{link_token_hash, new_link_token};
-use super::orgs::Orgs;
 use super::password::check_policy;
 use super::verification::{new_user_row, unverified_user};
 use crate::crypto::random_token;
@@ -24,8 +23,6 @@ use crate::store::mail_tokens::NewMailToken;
 #[derive(Clone)]
 pub struct Invitations {
     pub(crate) core: Arc<Core>,
-    /// An organisation's invitation to an address without an account is accepted here too.
-    pub(crate) orgs: Orgs,
 }
 
 impl Invitations {
@@ -75,23 +72,16 @@ impl Invitations {
         Ok(user)
     }
 
-    /// `POST /auth/invitations/accept`: the account's first password, and a session. An
-    /// organisation's invitation makes the account (named `full_name`) and the membership.
+    /// `POST /auth/invitations/accept` with an operator's invitation: the account's first
+    /// password, and a session. (`orgs::Orgs::accept_invitation_link` tries an organisation's
+    /// invitation first.)
     pub async fn accept_invitation(
         &self,
         token: &str,
         password: SecretString,
-        full_name: Option<&str>,
         client: &ClientInfo,
     ) -> Result<TokenSet> {
         let hash = link_token_hash(token)?;
-        if let Some(tokens) = self
-            .orgs
-            .accept_new_account(token, password.clone(), full_name, client)
-            .await?
-        {
-            return Ok(tokens);
-        }
         self.core.live_link(&hash, "invite").await?;
         check_policy(password.expose_secret())?;
         let password_hash = self.core.hasher.hash(password).await?;

@@ -22,7 +22,6 @@ pub mod audit;
 pub mod directory;
 pub mod keys;
 pub mod live;
-pub mod orgs;
 pub mod passkeys;
 pub mod password;
 pub mod resources;
@@ -38,7 +37,7 @@ mod housekeeping;
 mod invitation;
 mod leaving;
 mod login;
-mod notices;
+pub(crate) mod notices;
 pub mod reauth;
 pub(crate) mod recovery;
 mod second_factor;
@@ -53,7 +52,6 @@ pub use enrolment::TwoFactor;
 pub use housekeeping::Housekeeping;
 pub use invitation::Invitations;
 pub use login::Login;
-pub use orgs::Orgs;
 pub use passkeys::Passkeys;
 pub use recovery::Recovery;
 pub use resources::{ResourceChanges, ResourceInput, Resources};
@@ -68,7 +66,7 @@ use tokens::Tokens;
 pub use crate::model::{LoginOutcome, LogoutScope};
 
 /// Authentication methods (RFC 8176) recorded in a session's `amr`.
-const AMR_PASSWORD: &str = "pwd";
+pub(crate) const AMR_PASSWORD: &str = "pwd";
 const AMR_OTP: &str = "otp";
 /// Signed in through another identity provider (docs/api.md §14): not an RFC 8176 value, which
 /// has none for it; `mfa` joins it when the provider's own second factor is trusted.

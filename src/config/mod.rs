@@ -33,8 +33,8 @@ pub use webauthn::RelyingParty;
 
 use crate::authz::rules::AccessRules;
 use crate::crypto::SigningAlg;
-use crate::upstream::ProviderConfig;
 use crate::model::Resource;
+use crate::upstream::ProviderConfig;
 
 /// Every setting, parsed and checked.
 #[derive(Clone, Debug)]

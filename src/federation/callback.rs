@@ -12,11 +12,11 @@ use crate::auth::audit::{AuditEvent, OrgEvent, Subject};
 use crate::auth::browser::IssuedCookie;
 use crate::crypto::sha256;
 use crate::error::Result;
-use crate::upstream::{ProviderConfig, UpstreamIdentity};
 use crate::mail::Notice;
 use crate::model::{
     ClientInfo, FederatedIdentity, FederationFlow, FlowPurpose, Linked, LoginOutcome, User,
 };
+use crate::upstream::{ProviderConfig, UpstreamIdentity};
 
 /// What the provider sent back to the callback.
 #[derive(Debug)]

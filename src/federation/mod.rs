@@ -20,11 +20,11 @@ use crate::auth::audit::{AuditEvent, Subject};
 use crate::auth::{BrowserSessions, Core, Login};
 use crate::crypto::sha256;
 use crate::error::{Conflict, Error, Result};
-use crate::upstream::{ProviderSummary, UpstreamError};
 use crate::mail::Notice;
 use crate::model::{
     ClientInfo, FederatedIdentity, FederationFlow, FlowPurpose, LoginOutcome, Principal, Unlinked,
 };
+use crate::upstream::{ProviderSummary, UpstreamError};
 
 mod callback;
 mod handoff;

@@ -11,10 +11,10 @@ use super::{Federation, Refusal};
 use crate::auth::AMR_FEDERATED;
 use crate::auth::audit::{AuditEvent, OrgEvent, Subject};
 use crate::domain::{Email, FullName};
-use crate::upstream::{ProviderConfig, UpstreamIdentity};
 use crate::model::{ClientInfo, FederatedIdentity, LoginOutcome, User};
 use crate::store::federation::NewAccount;
 use crate::store::users::NewUser;
+use crate::upstream::{ProviderConfig, UpstreamIdentity};
 
 /// RFC 8176 methods that are a second factor or stronger than a password (a provider's `amr`,
 /// trusted with `trust_second_factor`). Not `pwd`, `pin`, `kba`, `user`, `geo`, `rba`, `wia`.

@@ -5,7 +5,7 @@ use uuid::Uuid;
 
 use crate::model::{Factor, LogoutScope};
 
-pub use super::super::orgs::events::OrgEvent;
+pub use super::org_events::OrgEvent;
 
 /// Who did an administrative action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

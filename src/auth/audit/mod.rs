@@ -9,6 +9,7 @@ use crate::store::audit::NewEvent;
 
 mod events;
 mod operator;
+mod org_events;
 
 pub use events::{Actor, AdminRead, AuditEvent, LoginFailure, OrgEvent, Origin};
 pub use operator::Operator;

@@ -10,9 +10,9 @@ use utoipa::ToSchema;
 
 use super::login::LoginAnswer;
 use super::password_or_window;
-use crate::federation::{IdentityView, Started};
 use crate::clock::rfc3339;
 use crate::error::{Conflict, Error, Result, Validator};
+use crate::federation::{IdentityView, Started};
 use crate::http::cookies::{FEDERATION_COOKIE, cookie_values, federation_cookie};
 use crate::http::docs::{
     bearer_errors, body_errors, error_responses, server_errors, throttle_errors,

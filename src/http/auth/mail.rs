@@ -270,8 +270,8 @@ async fn accept_invitation(
     let (token, password) = v.finish(token.zip(password))?;
     let tokens = state
         .auth
-        .invitations
-        .accept_invitation(
+        .orgs
+        .accept_invitation_link(
             &token,
             SecretString::from(password),
             body.full_name.as_deref(),

@@ -9,7 +9,6 @@ use utoipa_axum::routes;
 use uuid::Uuid;
 
 use super::OrgView;
-use crate::auth::orgs::InvitationInput;
 use crate::clock::rfc3339;
 use crate::error::{Error, Result};
 use crate::http::auth::views::Deleted;
@@ -17,6 +16,7 @@ use crate::http::docs::{bearer_errors, body_errors, error_responses, server_erro
 use crate::http::extract::{AppJson, AuthUser, Caller, PathId, PathIds};
 use crate::http::{Answer, AppState, Envelope, ok};
 use crate::model::orgs::OrgInvitation;
+use crate::orgs::InvitationInput;
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()

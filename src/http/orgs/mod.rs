@@ -1,5 +1,5 @@
 //! `/api/v1/orgs/…`: organisations, their members and invitations (docs/api.md §13). Thin: the
-//! rules are `auth::orgs`'.
+//! rules are `orgs`'.
 
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -13,10 +13,10 @@ use super::auth::views::Deleted;
 use super::docs::{bearer_errors, body_errors, error_responses, server_errors};
 use super::extract::{AppJson, AuthUser, Caller, PathId};
 use super::{Answer, AppState, Envelope, ok};
-use crate::auth::orgs::OrgPatch;
 use crate::clock::rfc3339;
 use crate::error::{Conflict, Error, Result};
 use crate::model::orgs::Org;
+use crate::orgs::OrgPatch;
 
 mod invitations;
 pub(crate) mod members;

@@ -147,6 +147,28 @@ impl Orgs {
         Ok(org)
     }
 
+    /// `POST /auth/invitations/accept`, whichever invitation the link is: an organisation's to an
+    /// address without an account (`accept_new_account`), or else an operator's (§7, which sets
+    /// the password of the account made for it). The two kinds are kept apart, so a token finds
+    /// at most one.
+    pub async fn accept_invitation_link(
+        &self,
+        token: &str,
+        password: SecretString,
+        full_name: Option<&str>,
+        client: &ClientInfo,
+    ) -> Result<TokenSet> {
+        if let Some(tokens) = self
+            .accept_new_account(token, password.clone(), full_name, client)
+            .await?
+        {
+            return Ok(tokens);
+        }
+        self.invitations
+            .accept_invitation(token, password, client)
+            .await
+    }
+
     /// `POST /auth/invitations/accept` with an organisation's invitation: makes the account for its
     /// address and the membership, and opens a session. `None`: the token is no organisation's
     /// invitation (it may be §7's). `EMAIL_TAKEN`: the address has an account, which accepts

@@ -4,19 +4,21 @@
 //! its parts. Someone who is not a member is told nothing about an organisation (404); a member
 //! whose roles do not allow a call is `FORBIDDEN`, checked before any rule about the state
 //! (the last owner).
+//!
+//! It stands on `auth` and on `provider` (deleting an organisation ends its clients' sessions);
+//! only `flows`, `http`, the administration and the CLI call it. SCIM provisioning belongs here.
 
 use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::Core;
-use super::audit::{Actor, AuditEvent, OrgEvent, Subject};
+use crate::auth::audit::{Actor, AuditEvent, OrgEvent, Subject};
+use crate::auth::{Core, Invitations};
 use crate::error::{Conflict, Error, Result, Validator};
 use crate::model::orgs::{Membership, Org};
 use crate::model::{ClientInfo, Principal};
 
 mod active;
-pub(super) mod events;
 mod invitations;
 mod members;
 mod names;
@@ -36,6 +38,8 @@ pub struct OrgPatch {
 #[derive(Clone)]
 pub struct Orgs {
     pub(crate) core: Arc<Core>,
+    /// An invitation link that is no organisation's is an operator's (docs/api.md §7).
+    pub(crate) invitations: Invitations,
 }
 
 impl Orgs {
