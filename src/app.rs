@@ -214,7 +214,7 @@ fn spawn_background(services: &Arc<Services>) -> Vec<tokio::task::JoinHandle<()>
     });
     let s = services.clone();
     // The business APIs an operator declared elsewhere, and so their scopes and audiences.
-    let resources = every(crate::auth::resources::SYNC_INTERVAL, move || {
+    let resources = every(crate::auth::catalog::SYNC_INTERVAL, move || {
         let s = s.clone();
         async move {
             if let Err(error) = s.auth.resources.sync().await {

@@ -113,7 +113,7 @@ mod tests {
     use crate::auth::live::LiveSessions;
     use crate::auth::password::PasswordHasher;
     use crate::auth::tokens::Tokens;
-    use crate::auth::{LinkSettings, audit, keys, resources, throttle};
+    use crate::auth::{LinkSettings, audit, catalog, keys, throttle};
     use crate::clock::Clock;
     use crate::crypto::Secrets;
     use crate::domain::{Email, FullName};
@@ -168,7 +168,7 @@ mod tests {
                 webauthn: None,
                 providers: crate::upstream::Providers::none(),
                 catalog: Arc::new(
-                    resources::CatalogCell::load(
+                    catalog::CatalogCell::load(
                         &store_for_catalog,
                         vec![crate::model::Resource::contacts_example()],
                     )

@@ -9,11 +9,11 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 
+use crate::auth::catalog::CatalogCell;
 use crate::auth::directory::Directory;
 use crate::auth::keys::Keyring;
 use crate::auth::live::LiveSessions;
 use crate::auth::password::PasswordHasher;
-use crate::auth::resources::CatalogCell;
 use crate::auth::tokens::{LEEWAY, Tokens};
 use crate::auth::{AuthParts, AuthSettings, LinkSettings};
 use crate::clock::Clock;

@@ -1,6 +1,7 @@
 //! The caller's own account: what it is, its password, and self-registration.
 
-use crate::auth::{Addresses, Core};
+use super::core::Core;
+use super::verification::Addresses;
 use std::sync::Arc;
 
 use secrecy::{ExposeSecret, SecretString};

@@ -13,7 +13,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use super::Core;
+use super::core::Core;
 use super::live::{read, write};
 use crate::crypto::sha256;
 use crate::error::{Error, Result};

@@ -4,11 +4,11 @@
 //! send mail are in `notices`, those that check a second factor in `second_factor`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use secrecy::SecretString;
 use uuid::Uuid;
 
-use super::AuthSettings;
 use super::audit::Operator;
 use super::audit::{AuditEvent, Auditor, Subject};
 use super::directory::Directory;
@@ -28,6 +28,57 @@ use crate::model::{
 use crate::store::Store;
 use crate::store::sessions::NewSession;
 
+/// Authentication methods (RFC 8176) recorded in a session's `amr`.
+pub(crate) const AMR_PASSWORD: &str = "pwd";
+pub(crate) const AMR_OTP: &str = "otp";
+/// Signed in through another identity provider (docs/api.md §14): not an RFC 8176 value, which
+/// has none for it; `mfa` joins it when the provider's own second factor is trusted.
+pub(crate) const AMR_FEDERATED: &str = "fed";
+
+pub struct AuthSettings {
+    /// Throttling of login and 2FA attempts (`GATEHOUSE_RATE_LIMIT`).
+    pub rate_limit: bool,
+    /// Whether anyone may create an account (`GATEHOUSE_REGISTRATION`).
+    pub registration_open: bool,
+    /// How long audit events are kept.
+    pub audit_retention: Duration,
+    pub refresh_ttl: Duration,
+    pub temp_ttl: Duration,
+    pub reuse_grace: Duration,
+    /// Mailed links: their lifetimes, and whether logins need a verified address.
+    pub links: LinkSettings,
+    /// Clients that register themselves (docs/api.md §12).
+    pub client_registration: crate::config::ClientRegistration,
+    /// Where people reach the service: the base of the redirect URI given to identity providers.
+    pub public_url: String,
+}
+
+pub struct LinkSettings {
+    pub reset_ttl: Duration,
+    pub verify_ttl: Duration,
+    pub invite_ttl: Duration,
+    pub require_verified_email: bool,
+}
+
+/// What every flow needs to build the service, from start-up.
+pub struct AuthParts {
+    pub store: Store,
+    pub clock: Clock,
+    pub tokens: Tokens,
+    pub secrets: Arc<Secrets>,
+    pub live: Arc<LiveSessions>,
+    pub directory: Arc<Directory>,
+    pub metrics: Arc<Metrics>,
+    pub hasher: PasswordHasher,
+    /// The relying party of passkeys (`services::relying_party`); `None`: passkeys are off.
+    pub webauthn: Option<Arc<webauthn_rs::Webauthn>>,
+    pub mailer: Arc<Mailer>,
+    /// The identity providers of `GATEHOUSE_IDENTITY_PROVIDERS` (docs/api.md §14).
+    pub providers: crate::upstream::Providers,
+    /// The business APIs and their scopes (docs/guide/resources.md).
+    pub catalog: Arc<super::catalog::CatalogCell>,
+}
+
 pub struct Core {
     pub(crate) store: Store,
     pub(crate) clock: Clock,
@@ -44,16 +95,16 @@ pub struct Core {
     pub(crate) webauthn: Option<Arc<webauthn_rs::Webauthn>>,
     pub(crate) mailer: Arc<Mailer>,
     /// API keys read lately, and their uses noted (docs/api.md §12).
-    pub(crate) keys: super::api_keys::LiveKeys,
+    pub(crate) keys: super::key_cache::LiveKeys,
     /// The identity providers people may sign in with (docs/api.md §14).
     pub(crate) providers: crate::upstream::Providers,
     /// The business APIs and their scopes: the vocabulary every flow checks scopes against.
-    pub(crate) catalog: Arc<super::resources::CatalogCell>,
+    pub(crate) catalog: Arc<super::catalog::CatalogCell>,
 }
 
 impl Core {
     /// The shared parts, from start-up: `flows::AuthService::new` builds every flow over one.
-    pub fn new(parts: super::AuthParts, settings: AuthSettings) -> Core {
+    pub fn new(parts: AuthParts, settings: AuthSettings) -> Core {
         Core {
             throttle: Throttle::new(
                 parts.store.clone(),

@@ -1,7 +1,7 @@
 //! Two-factor enrolment and its upkeep: setup (password re-checked), enable with a code, disable,
 //! and new recovery codes.
 
-use crate::auth::Core;
+use super::core::Core;
 use std::sync::Arc;
 
 use secrecy::SecretString;

@@ -1,7 +1,7 @@
 //! Deleting what no request can need any more, every `HOUSEKEEPING_INTERVAL` on each instance
 //! (and on demand with `gatehouse housekeep`), in batches that never hold the database long.
 
-use crate::auth::Core;
+use super::core::Core;
 use std::sync::Arc;
 
 use std::time::Duration;

@@ -1,14 +1,14 @@
 //! Invitations: an operator makes an account without a password and mails its owner a link; the
 //! owner chooses the password with it and is signed in. The address counts as verified then.
 
-use crate::auth::Core;
+use super::core::Core;
 use std::sync::Arc;
 
 use secrecy::{ExposeSecret, SecretString};
 
-use super::AMR_PASSWORD;
 use super::audit::Operator;
 use super::audit::{AuditEvent, Subject};
+use super::core::AMR_PASSWORD;
 use super::notices::{link_token_hash, new_link_token};
 use super::password::check_policy;
 use super::verification::{new_user_row, unverified_user};

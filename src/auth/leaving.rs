@@ -3,7 +3,7 @@
 use secrecy::SecretString;
 use uuid::Uuid;
 
-use super::Accounts;
+use super::account::Accounts;
 use super::audit::{Actor, AuditEvent, Subject};
 use crate::error::{Error, Result};
 use crate::model::{ClientInfo, EndReason, Principal};

@@ -1,13 +1,13 @@
 //! Logging in: the password, then, for an account with 2FA, the challenge completed with a code.
 
-use crate::auth::Core;
+use super::core::Core;
 use std::sync::Arc;
 
 use secrecy::{ExposeSecret, SecretString};
 
 use super::audit::{AuditEvent, LoginFailure, Subject};
+use super::core::{AMR_FEDERATED, AMR_OTP, AMR_PASSWORD};
 use super::password::Verdict;
-use super::{AMR_FEDERATED, AMR_OTP, AMR_PASSWORD};
 use crate::crypto::{random_token, sha256};
 use crate::error::{Error, Result};
 use crate::metrics::{LoginOutcome as LoginMetric, TwoFactorOutcome};

@@ -1,25 +1,21 @@
-//! Authentication: passwords, tokens and their keys, TOTP, and the flows built from them. Each flow
-//! is a type of its own, in the file of its name: `Login` (password and second factor), `Sessions`
-//! (refresh, logout, the session list), `Accounts` (registration, profile, password, leaving),
-//! `Addresses` (verification and address change), `TwoFactor` (enrolment), `Recovery`
-//! (forgotten password), `Invitations`, `Passkeys`, `Guard` (who holds a token, for guarded
-//! services), `BrowserSessions` (session cookies for guarded web applications), `Admin` and
-//! `Housekeeping`. What they share is `Core`, built from `AuthParts`; `crate::flows` builds every
-//! flow over one. They speak in domain terms (`model`); `http` turns them into calls and answers,
-//! `store` keeps their data.
-
-use std::sync::Arc;
-use std::time::Duration;
-
-use crate::clock::Clock;
-use crate::crypto::Secrets;
-use crate::mail::Mailer;
-use crate::metrics::Metrics;
-use crate::store::Store;
+//! Authentication: the accounts, how their owners prove who they are, and the sessions that
+//! follows. Each flow is a type of its own, in the file of its name: `Login` (password and second
+//! factor), `Sessions` (refresh, logout, the session list), `Accounts` (registration, profile,
+//! password, leaving), `Addresses` (verification and address change), `TwoFactor` (enrolment),
+//! `Recovery` (forgotten password), `Invitations` (an operator's), `Passkeys`, `ApiKeys`,
+//! `BrowserSessions` (session cookies for guarded web applications), `Resources` (the operator's
+//! APIs) and `Housekeeping`. What they share is `Core` (`core.rs`: the parts, the settings, the
+//! steps more than one flow takes). They speak in domain terms (`model`); `store` keeps their data.
+//!
+//! This is the bottom of the flows: it imports none of the contexts that stand on it (`provider`,
+//! `guard`, `orgs`, `federation`, `admin`), which `crate::flows` wires together over one `Core`.
+//! Inside, the flows import `core` and the parts below it, never this file, which only lists them.
 
 pub mod api_keys;
 pub mod audit;
+pub mod catalog;
 pub mod directory;
+pub mod key_cache;
 pub mod keys;
 pub mod live;
 pub mod passkeys;
@@ -29,22 +25,23 @@ pub mod throttle;
 pub mod tokens;
 pub mod totp;
 
-mod account;
+pub(crate) mod account;
 pub(crate) mod browser;
-mod core;
+pub(crate) mod core;
 mod enrolment;
 mod housekeeping;
 mod invitation;
 mod leaving;
-mod login;
+pub(crate) mod login;
 pub(crate) mod notices;
 pub mod reauth;
 pub(crate) mod recovery;
 mod second_factor;
 mod sessions;
-mod verification;
+pub(crate) mod verification;
 
-pub use self::core::Core;
+pub(crate) use self::core::{AMR_FEDERATED, AMR_PASSWORD};
+pub use self::core::{AuthParts, AuthSettings, Core, LinkSettings};
 pub use account::Accounts;
 pub use api_keys::ApiKeys;
 pub use browser::BrowserSessions;
@@ -58,60 +55,4 @@ pub use resources::{ResourceChanges, ResourceInput, Resources};
 pub use sessions::Sessions;
 pub use verification::Addresses;
 
-use directory::Directory;
-use live::LiveSessions;
-use password::PasswordHasher;
-use tokens::Tokens;
-
 pub use crate::model::{LoginOutcome, LogoutScope};
-
-/// Authentication methods (RFC 8176) recorded in a session's `amr`.
-pub(crate) const AMR_PASSWORD: &str = "pwd";
-const AMR_OTP: &str = "otp";
-/// Signed in through another identity provider (docs/api.md §14): not an RFC 8176 value, which
-/// has none for it; `mfa` joins it when the provider's own second factor is trusted.
-pub(crate) const AMR_FEDERATED: &str = "fed";
-
-pub struct AuthSettings {
-    /// Throttling of login and 2FA attempts (`GATEHOUSE_RATE_LIMIT`).
-    pub rate_limit: bool,
-    /// Whether anyone may create an account (`GATEHOUSE_REGISTRATION`).
-    pub registration_open: bool,
-    /// How long audit events are kept.
-    pub audit_retention: Duration,
-    pub refresh_ttl: Duration,
-    pub temp_ttl: Duration,
-    pub reuse_grace: Duration,
-    /// Mailed links: their lifetimes, and whether logins need a verified address.
-    pub links: LinkSettings,
-    /// Clients that register themselves (docs/api.md §12).
-    pub client_registration: crate::config::ClientRegistration,
-    /// Where people reach the service: the base of the redirect URI given to identity providers.
-    pub public_url: String,
-}
-
-pub struct LinkSettings {
-    pub reset_ttl: Duration,
-    pub verify_ttl: Duration,
-    pub invite_ttl: Duration,
-    pub require_verified_email: bool,
-}
-
-/// What every flow needs to build the service, from start-up.
-pub struct AuthParts {
-    pub store: Store,
-    pub clock: Clock,
-    pub tokens: Tokens,
-    pub secrets: Arc<Secrets>,
-    pub live: Arc<LiveSessions>,
-    pub directory: Arc<Directory>,
-    pub metrics: Arc<Metrics>,
-    pub hasher: PasswordHasher,
-    /// The relying party of passkeys (`services::relying_party`); `None`: passkeys are off.
-    pub webauthn: Option<Arc<webauthn_rs::Webauthn>>,
-    pub mailer: Arc<Mailer>,
-    /// The identity providers of `GATEHOUSE_IDENTITY_PROVIDERS` (docs/api.md §14).
-    pub providers: crate::upstream::Providers,
-    /// The business APIs and their scopes (docs/guide/resources.md).
-    pub catalog: Arc<resources::CatalogCell>,
-}

@@ -2,7 +2,7 @@
 //! flows share. A notice is queued right after the change it reports has committed; a failure
 //! to queue it is logged, never answered: the change has happened.
 
-use super::Core;
+use super::core::Core;
 use crate::crypto::{b64url_decode, random_token, sha256};
 use crate::error::{Error, Result};
 use crate::mail::{Letter, Notice};

@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use secrecy::SecretString;
 
-use super::Accounts;
-use super::Core;
+use super::account::Accounts;
 use super::audit::{AuditEvent, Subject};
+use super::core::Core;
 use super::totp;
 use crate::error::{Error, Result};
 use crate::model::{ClientInfo, Principal, User};

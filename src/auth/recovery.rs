@@ -13,8 +13,8 @@ use std::time::Duration;
 use secrecy::{ExposeSecret, SecretString};
 use tokio::sync::Semaphore;
 
-use super::Core;
 use super::audit::{Actor, AuditEvent, Auditor, Subject};
+use super::core::Core;
 use super::notices::{link_token_hash, new_link_token};
 use super::password::check_policy;
 use super::throttle::{Gcra, address_key};

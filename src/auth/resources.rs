@@ -1,55 +1,18 @@
 //! The business APIs tokens are issued for (docs/guide/resources.md), and so the scopes there are:
 //! the settings' (the contacts example and `GATEHOUSE_RESOURCES`, fixed until a restart) and the
 //! operator's (the CLI, the admin API: in the database). Every flow reads the vocabulary from
-//! memory (`Core::catalog`); each instance reads the operator's again every `SYNC_INTERVAL`, so
-//! a change made anywhere is everywhere within a second.
+//! memory (`Core::catalog`, kept by `catalog`); each instance reads the operator's again every
+//! `catalog::SYNC_INTERVAL`, so a change made anywhere is everywhere within a second. This file
+//! declares, changes and removes them.
 
-use std::sync::{Arc, RwLock};
-use std::time::Duration;
+use std::sync::Arc;
 
-use super::Core;
 use super::audit::AuditEvent;
 use super::audit::Operator;
-use super::live::{read, write};
+use super::core::Core;
 use crate::error::{Conflict, Error, Result};
 use crate::model::resources::Catalog;
 use crate::model::{Resource, ResourceOrigin, ResourceScope};
-use crate::store::Store;
-
-/// How often an instance reads the operator's resources again.
-pub const SYNC_INTERVAL: Duration = Duration::from_secs(1);
-
-/// The vocabulary now: the settings' resources and the database's as last read.
-pub struct CatalogCell {
-    settings: Vec<Resource>,
-    current: RwLock<Arc<Catalog>>,
-}
-
-impl CatalogCell {
-    /// The settings' resources and those of the database now.
-    pub async fn load(store: &Store, settings: Vec<Resource>) -> Result<CatalogCell> {
-        let cell = CatalogCell {
-            current: RwLock::new(Arc::new(Catalog::new(settings.clone()))),
-            settings,
-        };
-        cell.sync(store).await?;
-        Ok(cell)
-    }
-
-    /// The catalog as this instance knows it (at most `SYNC_INTERVAL` old).
-    pub fn current(&self) -> Arc<Catalog> {
-        read(&self.current).clone()
-    }
-
-    /// Reads the operator's resources again; the new catalog, which replaces the old one.
-    pub async fn sync(&self, store: &Store) -> Result<Arc<Catalog>> {
-        let mut all = self.settings.clone();
-        all.extend(store.resources().await?);
-        let catalog = Arc::new(Catalog::new(all));
-        *write(&self.current) = catalog.clone();
-        Ok(catalog)
-    }
-}
 
 /// A resource to declare, or a declared one's new state, as given (checked whole).
 #[derive(Debug, Clone, Default)]
@@ -84,7 +47,7 @@ pub struct Resources {
 
 impl Resources {
     /// Reads the operator's APIs again (the instance's periodic work: a change made elsewhere
-    /// is here within `SYNC_INTERVAL`).
+    /// is here within `catalog::SYNC_INTERVAL`).
     pub async fn sync(&self) -> Result<()> {
         self.core.catalog.sync(&self.core.store).await.map(|_| ())
     }

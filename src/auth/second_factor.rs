@@ -11,7 +11,8 @@ use std::time::Duration;
 use uuid::Uuid;
 
 use super::audit::{AuditEvent, Subject};
-use super::{Core, totp};
+use super::core::Core;
+use super::totp;
 use crate::error::{Error, Result};
 use crate::mail::Notice;
 use crate::model::{ClientInfo, Factor, User};

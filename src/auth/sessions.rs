@@ -1,7 +1,7 @@
 //! Sessions once open: bearer calls, refresh-token rotation (with the grace window for racing
 //! clients and reuse detection), the session list, logout and ending one session.
 
-use crate::auth::Core;
+use super::core::Core;
 use std::sync::Arc;
 
 use uuid::Uuid;

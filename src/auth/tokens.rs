@@ -140,7 +140,7 @@ pub struct Tokens {
     resources: Vec<String>,
     /// The business APIs declared (docs/guide/resources.md): those with an audience of their own
     /// are audiences of access tokens too, and may change while the service runs.
-    catalog: Option<Arc<super::resources::CatalogCell>>,
+    catalog: Option<Arc<super::catalog::CatalogCell>>,
     access_ttl: i64,
     /// What access and refresh tokens are signed with (`GATEHOUSE_ACCESS_TOKEN_ALG`).
     access_alg: SigningAlg,
@@ -199,7 +199,7 @@ impl Tokens {
     pub fn with_resources(
         mut self,
         resources: &[String],
-        catalog: Arc<super::resources::CatalogCell>,
+        catalog: Arc<super::catalog::CatalogCell>,
     ) -> Self {
         for v in &mut self.access_validation {
             v.validate_aud = false;

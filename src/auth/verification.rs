@@ -2,7 +2,7 @@
 //! change of an account's address, which happens only when a link sent to the new address comes
 //! back (the old address is told).
 
-use crate::auth::Core;
+use super::core::Core;
 use std::sync::Arc;
 
 use secrecy::SecretString;

@@ -9,16 +9,12 @@
 //! - when this instance last wrote each key's `last_used_at` (at most once a `TOUCH_EVERY`), and
 //!   the addresses it has seen each key used from (each recorded in the database once).
 
-use std::collections::{HashMap, HashSet};
-use std::net::IpAddr;
-use std::sync::{Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use uuid::Uuid;
-
-use super::super::Core;
 use super::super::audit::{AuditEvent, Subject};
 use super::super::live::{lock, read, write};
+use crate::auth::core::Core;
+use crate::auth::key_cache::Known;
 use crate::error::{Error, Result};
 use crate::model::orgs::ActiveOrg;
 use crate::model::{ApiKey, ClientInfo, KeyIdentity, Principal};
@@ -49,29 +45,6 @@ fn well_formed(key: &str) -> bool {
     key.strip_prefix(PREFIX).is_some_and(|random| {
         random.len() == RANDOM_LENGTH && random.bytes().all(|b| b.is_ascii_alphanumeric())
     })
-}
-
-struct Known {
-    read_at: Instant,
-    key: Option<ApiKey>,
-}
-
-#[derive(Default)]
-pub struct LiveKeys {
-    /// Keyed hash → the key, as read at `read_at`; `None`: no such key.
-    known: RwLock<HashMap<[u8; 32], Known>>,
-    /// Key id → when this instance last wrote its `last_used_at`.
-    touched: Mutex<HashMap<Uuid, i64>>,
-    /// Uses from these addresses are recorded in the database already.
-    seen: Mutex<HashSet<(Uuid, IpAddr)>>,
-}
-
-impl LiveKeys {
-    /// Forgets a key deleted here, at once (other instances within `FRESH_FOR`).
-    pub fn forget(&self, id: Uuid) {
-        write(&self.known).retain(|_, k| k.key.as_ref().is_none_or(|k| k.id != id));
-        lock(&self.touched).remove(&id);
-    }
 }
 
 /// A live key and its owner as they are now.

@@ -11,9 +11,9 @@ use rand::Rng as _;
 use secrecy::SecretString;
 use uuid::Uuid;
 
-use super::Core;
 use super::audit::Operator;
 use super::audit::{Actor, AuditEvent, Subject};
+use crate::auth::core::Core;
 use crate::error::{Conflict, Error, Result};
 use crate::mail::Notice;
 use crate::model::resources::Catalog;
@@ -23,7 +23,7 @@ use crate::store::api_keys::NewKeyRecord;
 
 pub mod live;
 
-pub use live::{LiveKeys, is_api_key};
+pub use live::is_api_key;
 
 /// Keys a person may have: each is a standing way into their data, to be accounted for.
 pub const MAX_KEYS: i64 = 50;

@@ -4,7 +4,8 @@
 //! state in the database between its start and its finish, so any instance can finish it, and
 //! keeps each passkey's counter and backup flags up to date after every use.
 
-use crate::auth::{Core, Login};
+use crate::auth::core::Core;
+use crate::auth::login::Login;
 use std::sync::Arc;
 
 use std::time::Duration;
