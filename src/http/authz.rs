@@ -11,6 +11,9 @@
 //! peer is refused (`GATEHOUSE_UNTRUSTED_FORWARD_AUTH`). Answers carry no body and no
 //! envelope: proxies read the status and the `Remote-*` headers, and nginx treats any status but
 //! 2xx, 401 and 403 as its own error.
+//!
+//! What to answer is the guard's decision (`guard::forward_auth`); this file reads the proxies'
+//! headers into what it judges and writes the answer in each proxy's convention.
 
 use std::net::SocketAddr;
 
@@ -29,6 +32,7 @@ use super::oauth::errors::Bearer;
 use crate::authz::Described;
 use crate::authz::rules::Policy;
 use crate::error::Error;
+use crate::guard::{Credential, Decision};
 use crate::model::{ClientInfo, Holder, Identity};
 use crate::provider::OAuthError;
 
@@ -152,9 +156,8 @@ struct Asked {
     redirects: bool,
 }
 
-/// A denying rule refuses before the credentials are looked at (signing in would not help);
-/// otherwise a bearer token, else the session cookie, must belong to a live session whose holder
-/// meets the policy.
+/// The guard decides (`guard::forward_auth`); this reads the credential from the headers and
+/// answers the decision in the asking proxy's convention.
 async fn decide(
     state: &AppState,
     peer: SocketAddr,
@@ -162,63 +165,56 @@ async fn decide(
     asked: &Asked,
 ) -> Response {
     let described = &asked.described;
-    let policy = state.gate.policy_for(described);
-    if *policy == Policy::Deny {
-        log_denied(described, peer, state);
-        log_rule_refusal(state, described, None);
-        return refused_by_rule(state, asked, policy);
-    }
-    if headers
+    let credential = if headers
         .get_all(header::AUTHORIZATION)
         .iter()
         .nth(1)
         .is_some()
     {
-        // Which of two credentials counts is a question a proxy's upstream may answer
-        // differently; a status other than 401 or 403 would be an error to nginx.
-        return unauthorized(Bearer::described(
-            OAuthError::InvalidRequest,
-            "more than one Authorization header",
-        ));
-    }
-    let (holder, by_cookie) = if let Some(token) = bearer_token(headers) {
-        // Where the request came from, for a key's first use from an address (the audit trail):
-        // behind a trusted proxy, the address it forwards.
+        Credential::Ambiguous
+    } else if let Some(token) = bearer_token(headers) {
+        // Behind a trusted proxy, the address it forwards.
         let client = ClientInfo {
             ip: Some(client_ip(peer.ip(), headers, &state.trusted_proxies)),
             user_agent: single(headers, "user-agent")
                 .map(|ua| ua.chars().take(USER_AGENT_MAX).collect()),
         };
-        match state.auth.guard.identify_from(token, Some(&client)).await {
-            Ok(holder) => (holder, false),
-            Err(error) => return refused(error),
-        }
+        Credential::Bearer { token, client }
     } else {
-        match cookie_identity(state, headers).await {
-            Ok(Some(identity)) => (Holder::Person(identity), true),
-            Ok(None) => return sign_in(state, asked, false),
-            Err(unavailable) => return unavailable,
-        }
+        Credential::Cookies(cookie_values(headers, &state.browser.cookie_name))
     };
-    if !policy.admits(&holder) {
-        // A browser whose session lacks the second factor may sign in again with it.
-        if by_cookie
-            && *policy == Policy::TwoFactor
-            && (asked.navigation.is_some() || !asked.redirects)
-        {
-            return sign_in(state, asked, true);
+    let may_sign_in = asked.navigation.is_some() || !asked.redirects;
+    let decision = state
+        .auth
+        .guard
+        .decide(&state.gate, described, credential, may_sign_in)
+        .await;
+    match decision {
+        Decision::Admit(holder) => {
+            let mut response = allowed(&holder);
+            if !asked.redirects {
+                // nginx cannot remove every copy of a cookie from a header itself (its `map`
+                // replaces one match): the recipe passes this on as the application's `Cookie`.
+                let cookies = other_cookies(headers, &state.browser.cookie_name);
+                response.headers_mut().insert("gatehouse-cookie", cookies);
+            }
+            response
         }
-        log_rule_refusal(state, described, Some(&holder));
-        return refused_by_rule(state, asked, policy);
+        Decision::RefusedByRule { policy, holder } => {
+            if holder.is_none() {
+                log_denied(described, peer, state);
+            }
+            log_rule_refusal(state, described, holder.as_ref());
+            refused_by_rule(state, asked, &policy)
+        }
+        Decision::SignIn { second_factor } => sign_in(state, asked, second_factor),
+        // A status other than 401 or 403 would be an error to nginx.
+        Decision::Ambiguous => unauthorized(Bearer::described(
+            OAuthError::InvalidRequest,
+            "more than one Authorization header",
+        )),
+        Decision::Refused(error) => refused(error),
     }
-    let mut response = allowed(&holder);
-    if !asked.redirects {
-        // nginx cannot remove every copy of a cookie from a header itself (its `map` replaces
-        // one match): the recipe passes this on as the application's `Cookie`.
-        let cookies = other_cookies(headers, &state.browser.cookie_name);
-        response.headers_mut().insert("gatehouse-cookie", cookies);
-    }
-    response
 }
 
 fn log_denied(described: &Described, peer: SocketAddr, state: &AppState) {
@@ -287,28 +283,19 @@ fn refused(error: Error) -> Response {
     }
 }
 
-/// How many cookies of Gatehouse's name a request may present: a sibling host under the cookie
-/// domain may have set one or two more; a request with hundreds is looking for work to cause.
-const MAX_COOKIES: usize = 8;
-
-/// The holder of the first session cookie that belongs to a live session (a sibling host under
-/// the cookie domain may have set another of the same name); `Ok(None)` without one; `Err` with
-/// the answer when Gatehouse cannot tell (database unreachable).
+/// The holder of the first session cookie that belongs to a live session (the guard's rule);
+/// `Ok(None)` without one; `Err` with the answer when Gatehouse cannot tell (database unreachable).
 pub(crate) async fn cookie_identity(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<Option<Identity>, Response> {
     let values = cookie_values(headers, &state.browser.cookie_name);
-    for value in values.into_iter().take(MAX_COOKIES) {
-        match state.auth.browser.identify(value).await {
-            Ok(identity) => return Ok(Some(identity)),
-            Err(error @ (Error::Unavailable(_) | Error::Internal(_))) => {
-                return Err(refused(error));
-            }
-            Err(_) => {}
-        }
-    }
-    Ok(None)
+    state
+        .auth
+        .guard
+        .cookie_holder(values)
+        .await
+        .map_err(refused)
 }
 
 /// No (valid) credential, or a cookie session without the second factor a rule asks for: a

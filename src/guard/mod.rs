@@ -7,13 +7,19 @@
 //! `client_credentials` grant, as the registry has it (read again within `CLIENT_CACHE_MS`).
 //!
 //! It stands above `auth` (tokens, sessions, API keys) and `provider` (the client registry): it is
-//! where the holders of every kind of token meet. `authz` decides what a holder may reach.
+//! where the holders of every kind of token meet. `authz` holds the access rules; forward-auth's
+//! decision, rules and holder together, is `forward_auth`.
+
+mod forward_auth;
+
+pub use forward_auth::{Credential, Decision};
 
 use crate::auth::Core;
 use std::sync::Arc;
 
 use uuid::Uuid;
 
+use crate::auth::BrowserSessions;
 use crate::auth::directory::Profile;
 use crate::auth::tokens::AccessClaims;
 use crate::error::{Error, Result};
@@ -52,6 +58,8 @@ pub struct Guard {
     pub(crate) core: Arc<Core>,
     /// The registry, for a client's token for itself.
     pub(crate) clients: Clients,
+    /// Browser sessions, for a session cookie (docs/api.md §6b).
+    pub(crate) browser: BrowserSessions,
 }
 
 impl Guard {
