@@ -20,7 +20,7 @@ use uuid::Uuid;
 
 use crate::guard::within;
 use crate::helpers::{
-    Backend, PASSWORD, TestApp, both_backends, claims, jwt_header, spawn_app_with,
+    Backend, PASSWORD, SPREAD_DEADLINE, TestApp, both_backends, claims, jwt_header, spawn_app_with,
 };
 
 both_backends!(
@@ -220,8 +220,21 @@ async fn logout_everywhere_tells_the_client_with_a_signed_logout_token(backend: 
     let tokens = rp.received(1, DELIVERY).await;
     assert_eq!(tokens.len(), 1, "one token, for the client that has a URI");
     check_logout_token(&app, &tokens[0], &client, &user, &given).await;
-    // Sent once: a later pass finds nothing more to say.
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Sent once: the notice is done (none left queued) and every ended client session is marked
+    // swept, which is all a later pass looks at, so no later pass has anything more to say.
+    within(SPREAD_DEADLINE, || async {
+        app.scalar::<i64>("SELECT COUNT(*) FROM backchannel_logouts")
+            .await
+            == 0
+    })
+    .await;
+    let unswept: i64 = app
+        .scalar(
+            "SELECT COUNT(*) FROM sessions WHERE client_id IS NOT NULL \
+             AND revoked_at IS NOT NULL AND logout_queued = FALSE",
+        )
+        .await;
+    assert_eq!(unswept, 0);
     assert_eq!(rp.tokens().len(), 1);
 }
 
