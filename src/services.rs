@@ -95,7 +95,8 @@ impl Services {
             settings.access_token_ttl,
             settings.access_token_alg,
         )
-        .with_resources(&settings.oauth_resources, catalog.clone());
+        .with_resources(&settings.oauth_resources, catalog.clone())
+        .with_former_issuer(settings.former_issuer.as_deref());
         let horizon = settings.access_token_ttl + LEEWAY + REVOCATION_MARGIN;
         let live = Arc::new(
             LiveSessions::load(&store, clock.clone(), horizon)

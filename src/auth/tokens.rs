@@ -209,6 +209,21 @@ impl Tokens {
         self
     }
 
+    /// Refresh tokens naming `former` as their issuer (and audience) still verify: those issued
+    /// before an upgrade changed the default issuer (`config::tokens::former_issuer`). They are
+    /// this service's own all the same: signed by its keys and found in its database; the tokens
+    /// that replace them name the issuer of now. Access tokens are not given this: they last a
+    /// day, and a refresh replaces them.
+    pub fn with_former_issuer(mut self, former: Option<&str>) -> Self {
+        if let Some(former) = former {
+            for v in &mut self.refresh_validation {
+                v.set_issuer(&[self.issuer.as_str(), former]);
+                v.set_audience(&[self.issuer.as_str(), former]);
+            }
+        }
+        self
+    }
+
     /// Whether a client may ask for a token with `aud` = `resource` (RFC 8707), and an access
     /// token with that `aud` verifies: the one audience of Gatehouse's tokens, a resource server
     /// of `GATEHOUSE_OAUTH_RESOURCES`, or a declared API's audience. Compared exactly, as

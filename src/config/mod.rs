@@ -51,6 +51,9 @@ pub struct Settings {
     pub rate_limit: bool,
     pub trusted_proxies: Vec<IpNet>,
     pub issuer: String,
+    /// An issuer refresh tokens of before an upgrade may name (`tokens::former_issuer`): they
+    /// still refresh, so the change of the default issuer (5251118) ends no session.
+    pub former_issuer: Option<String>,
     pub audience: String,
     /// The RFC 8707 resources beside `audience` that the provider issues tokens for
     /// (`GATEHOUSE_OAUTH_RESOURCES`), each exactly as written.
@@ -178,6 +181,7 @@ impl Settings {
         let untrusted = &args.untrusted_forward_auth;
         let per_client = &args.max_connections_per_client;
         let issuer = tokens::issuer(&src, args, &public_url)?;
+        let former_issuer = tokens::former_issuer(&src, args, &issuer);
         let audience = src.text("audience", &args.audience, "gatehouse-api")?;
         let oauth_resources = tokens::oauth_resources(&src, args, &issuer, &audience)?;
         // The audiences of the service's own, which no declared API may take.
@@ -206,6 +210,7 @@ impl Settings {
             rate_limit: src.choice("rate_limit", &args.rate_limit, "on", ("on", "off"))?,
             trusted_proxies,
             issuer,
+            former_issuer,
             audience,
             oauth_resources,
             access_token_alg: tokens::access_token_alg(&src, args)?,

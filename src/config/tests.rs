@@ -32,6 +32,17 @@ fn defaults_follow_the_contract() {
     );
     assert_eq!(resolve(with_url(Some("urn:x"))).unwrap().issuer, "urn:x");
     assert!(resolve(with_url(Some(" "))).is_err());
+    // Refresh tokens of before the public URL became the default issuer still refresh; nothing
+    // else is accepted when the issuer is set, or is that old default still.
+    assert_eq!(s.former_issuer, None);
+    assert_eq!(
+        resolve(with_url(None)).unwrap().former_issuer.as_deref(),
+        Some("gatehouse")
+    );
+    assert_eq!(
+        resolve(with_url(Some("urn:x"))).unwrap().former_issuer,
+        None
+    );
     // The OpenID provider is on only with an absolute http(s) issuer.
     assert_eq!(s.provider_issuer(), None);
     assert_eq!(

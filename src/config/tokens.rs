@@ -19,6 +19,17 @@ pub(super) fn access_token_alg(
         .map_err(|e: crate::crypto::UnknownAlg| setting.invalid(&value, &e.to_string()))
 }
 
+/// The issuer every build before 5251118 gave tokens when none was set, whatever the public URL.
+pub const FORMER_DEFAULT_ISSUER: &str = "gatehouse";
+
+/// The issuer this deployment's refresh tokens may still name from before an upgrade: the former
+/// default, when the issuer now comes from the public URL (neither set explicitly, so the change
+/// of default changed it). `None` when the issuer is set, or is that default still.
+pub(super) fn former_issuer(src: &Source, args: &SettingsArgs, issuer: &str) -> Option<String> {
+    let derived = src.pick("issuer", &args.issuer).is_none() && issuer != FORMER_DEFAULT_ISSUER;
+    derived.then(|| FORMER_DEFAULT_ISSUER.to_owned())
+}
+
 /// The `iss` of the tokens: without one, the public URL once that is set (OAuth libraries want a
 /// URL), else `gatehouse` (API.md §4).
 pub(super) fn issuer(
@@ -32,7 +43,7 @@ pub(super) fn issuer(
         }
         Some(issuer) => Ok(issuer),
         None if src.pick("public_url", &args.public_url).is_some() => Ok(public_url.to_owned()),
-        None => Ok("gatehouse".to_owned()),
+        None => Ok(FORMER_DEFAULT_ISSUER.to_owned()),
     }
 }
 
