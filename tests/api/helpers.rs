@@ -8,6 +8,7 @@
 //! of sleeping. Logs are silent unless `TEST_LOG` is set.
 
 use std::io::Write as _;
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use gatehouse::config::{MasterKey, Settings, SettingsArgs};
@@ -137,6 +138,30 @@ impl TestDatabase {
 }
 
 impl TestDatabase {
+    /// Fills this (empty) database with a database another build made, before the first start:
+    /// on SQLite `sqlite` (a file) is copied into place; on PostgreSQL `postgres` (a `pg_dump`
+    /// of the schema `schema`, `--inserts`) is run in this database's own schema instead.
+    pub async fn restore(&self, sqlite: &Path, postgres: &Path, schema: &str) {
+        match &self.postgres {
+            None => {
+                let path = self.url.strip_prefix("sqlite://").unwrap();
+                std::fs::copy(sqlite, path).expect("copy the SQLite fixture");
+            }
+            Some((_, own)) => {
+                let dump = std::fs::read_to_string(postgres).expect("read the dump");
+                // The schema exists already (the test's own); everything else goes into it.
+                let create = format!("CREATE SCHEMA {schema};");
+                let dump = dump.replace(&create, "").replace(schema, own);
+                let mut conn = sqlx::PgConnection::connect(&self.url).await.unwrap();
+                sqlx::raw_sql(&dump)
+                    .execute(&mut conn)
+                    .await
+                    .expect("the dump runs");
+                conn.close().await.ok();
+            }
+        }
+    }
+
     /// A database made as an operator makes one before the first start: `gatehouse migrate`
     /// (the other commands never create one).
     pub async fn migrated(backend: &Backend) -> TestDatabase {

@@ -89,4 +89,5 @@ mod startup;
 mod storage;
 mod tokens;
 mod two_factor;
+mod upgrades;
 mod walkthrough;
