@@ -40,7 +40,12 @@ pub enum Command {
     /// Run the service (every setting: `gatehouse help settings`)
     Serve,
     /// Create the database if there is none, apply its migrations, and exit
-    Migrate,
+    Migrate {
+        /// Print the migrations that would run (version and name, one a line), and change
+        /// nothing: no database is made, none is migrated
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Read every setting, file, the database and the master key as `serve` would, print what was
     /// found (one line each), and change nothing; exits 1 with serve's one-line error, 2 for a bad
     /// setting
@@ -204,7 +209,8 @@ async fn execute(
             let app = Application::build(&settings).await?;
             app.run_until(signal).await
         }
-        Command::Migrate => {
+        Command::Migrate { dry_run: true } => migrate_dry_run(&settings).await,
+        Command::Migrate { dry_run: false } => {
             let store = open_store(&settings, Opening::Create).await?;
             // A new SQLite database gets its key file now, so that the commands after it (which
             // never make one) work before the first start.
@@ -252,6 +258,39 @@ async fn execute(
         Command::Clients(command) => clients(command, &services(&settings).await?).await,
         Command::Resources(command) => resources(command, &services(&settings).await?).await,
     }
+}
+
+/// `gatehouse migrate --dry-run`: the migrations the database lacks, one a line on stdout
+/// (`0024 trust between parties`), and how many on stderr. Reads only: a SQLite database that
+/// does not exist is not made (every migration would run), and none is applied.
+async fn migrate_dry_run(settings: &Settings) -> anyhow::Result<()> {
+    let missing_file = settings.sqlite_path().is_some_and(|p| !p.exists());
+    let pending = if missing_file {
+        crate::store::MIGRATIONS.clone()
+    } else {
+        let store = crate::services::connect_store(settings).await?;
+        let (pending, unknown) = store.migration_status().await?;
+        if let Some(version) = unknown.first() {
+            anyhow::bail!(
+                "the database has migration {version}, which this gatehouse does not know (a \
+                 newer version applied it)"
+            );
+        }
+        pending
+    };
+    for version in &pending {
+        let name = crate::store::migration_description(*version).unwrap_or_default();
+        println!("{version:04} {name}");
+    }
+    match pending.len() {
+        0 => eprintln!("gatehouse: the database is up to date; nothing would run"),
+        n if missing_file => eprintln!(
+            "gatehouse: there is no database yet: `gatehouse migrate` would make it and run {n} \
+             migration(s)"
+        ),
+        n => eprintln!("gatehouse: {n} migration(s) would run; nothing was changed"),
+    }
+    Ok(())
 }
 
 async fn services(settings: &Settings) -> anyhow::Result<Services> {

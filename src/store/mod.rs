@@ -49,6 +49,15 @@ pub mod users;
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
 /// This binary's migrations.
+/// What a migration of this binary does, from its file's name (`0023_federation.sql`:
+/// "federation"), for `gatehouse migrate --dry-run`.
+pub fn migration_description(version: i64) -> Option<String> {
+    MIGRATOR
+        .iter()
+        .find(|m| m.version == version)
+        .map(|m| m.description.to_string())
+}
+
 pub static MIGRATIONS: std::sync::LazyLock<Vec<i64>> =
     std::sync::LazyLock::new(|| MIGRATOR.iter().map(|m| m.version).collect());
 

@@ -49,12 +49,24 @@ async fn every_earlier_database_still_works_after_the_upgrade(backend: Backend) 
             FIXTURE_SCHEMA,
         )
         .await;
+        // What would run is listed, and nothing changes; then it runs, and nothing is left.
+        let applied: i64 = db.scalar("SELECT COUNT(*) FROM _sqlx_migrations").await;
+        let listed = dry_run(&db, commit);
+        assert!(!listed.is_empty(), "{commit}: no migration to run");
+        let unchanged: i64 = db.scalar("SELECT COUNT(*) FROM _sqlx_migrations").await;
+        assert_eq!(
+            unchanged, applied,
+            "{commit}: the dry run changed the database"
+        );
         let migrated = db.cli(&["migrate"], None);
         assert!(
             migrated.status.success(),
             "{commit}: gatehouse migrate: {}",
             String::from_utf8_lossy(&migrated.stderr)
         );
+        let now: i64 = db.scalar("SELECT COUNT(*) FROM _sqlx_migrations").await;
+        assert_eq!(now, applied + listed.len() as i64, "{commit}: {listed:?}");
+        assert_eq!(dry_run(&db, commit), Vec::<String>::new());
         // The settings the fixture was made with (scripts/upgrade_fixture.py): they go with the
         // database through an upgrade. The public URL is the tokens' issuer: a refresh token
         // names it, and is refused by a service of another.
@@ -71,6 +83,29 @@ async fn every_earlier_database_still_works_after_the_upgrade(backend: Backend) 
         );
         check(commit, &server.http, made).await;
     }
+}
+
+/// `gatehouse migrate --dry-run`: its lines (`0024 trust between parties`), each checked for form.
+fn dry_run(db: &TestDatabase, commit: &str) -> Vec<String> {
+    let output = db.cli(&["migrate", "--dry-run"], None);
+    assert!(
+        output.status.success(),
+        "{commit}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<String> = String::from_utf8(output.stdout)
+        .unwrap()
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    for line in &lines {
+        let (version, name) = line.split_once(' ').unwrap_or_default();
+        assert!(
+            version.len() == 4 && version.bytes().all(|b| b.is_ascii_digit()) && !name.is_empty(),
+            "{commit}: {line}"
+        );
+    }
+    lines
 }
 
 async fn check(commit: &str, http: &Http, made: &Value) {
