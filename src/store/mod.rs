@@ -11,6 +11,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgConnection};
 
 use crate::error::{Error, Result};
+use sqlx::ConnectOptions as _;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqliteSynchronous};
 
 use pool::Pool;
@@ -142,6 +143,11 @@ pub struct Store {
     pub(crate) backend: Backend,
 }
 
+/// sqlx logs a statement slower than this at WARN, which the CLI (warnings and worse, docs/api.md
+/// §4) printed under its one line of answer: a migration waiting for a starting instance's
+/// advisory lock is no warning. At INFO, `serve` (info by default) still logs it.
+const SLOW_STATEMENT: Duration = Duration::from_secs(1);
+
 impl Store {
     /// Opens the pool; a SQLite file is created if missing.
     pub async fn connect(url: &str) -> anyhow::Result<Store> {
@@ -159,7 +165,8 @@ impl Store {
                 // connection, with every queued writer behind it (a refresh storm's p99 doubled
                 // during a purge, BENCHMARKS.md). `Store::checkpoint` does it on a connection of
                 // its own instead, PASSIVE, so no writer waits for it.
-                .pragma("wal_autocheckpoint", "0");
+                .pragma("wal_autocheckpoint", "0")
+                .log_slow_statements(log::LevelFilter::Info, SLOW_STATEMENT);
             // The write pool first: it creates the file, which the read-only connections open.
             let write = Pool::connect(options.clone(), 1).await?;
             let checkpoint = Pool::connect(options.clone(), 1).await?;
@@ -174,8 +181,9 @@ impl Store {
         } else {
             // The server's NOTICEs ("relation _sqlx_migrations already exists, skipping") are
             // no news to an operator: only warnings and errors are sent.
-            let options =
-                PgConnectOptions::from_str(url)?.options([("client_min_messages", "warning")]);
+            let options = PgConnectOptions::from_str(url)?
+                .options([("client_min_messages", "warning")])
+                .log_slow_statements(log::LevelFilter::Info, SLOW_STATEMENT);
             let pool = Pool::connect(options, 16).await?;
             Backend::Postgres(pool)
         };
