@@ -200,10 +200,11 @@ impl Store {
         Ok(())
     }
 
-    /// The versions of this binary's migrations the database has not applied, and those it has
-    /// applied that this binary does not know (a newer Gatehouse made them). Reads only: a database
-    /// without the migrations table has applied none, and is left without one.
-    pub async fn migration_status(&self) -> Result<(Vec<i64>, Vec<i64>)> {
+    /// The versions of this binary's migrations the database has not applied (`gatehouse check`,
+    /// `gatehouse migrate --dry-run`); an error when it has applied one this binary does not know
+    /// (a newer Gatehouse made it). Reads only: a database without the migrations table has
+    /// applied none, and is left without one.
+    pub async fn pending_migrations(&self) -> anyhow::Result<Vec<i64>> {
         let exists = match self.backend {
             Backend::Sqlite { .. } => {
                 "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = '_sqlx_migrations'"
@@ -223,13 +224,17 @@ impl Store {
             on_pool!(self, |pool| sqlx::query_scalar(sql).fetch_all(pool).await)?
         };
         let known = &*MIGRATIONS;
-        let pending = known
+        if let Some(version) = applied.iter().find(|v| !known.contains(v)) {
+            anyhow::bail!(
+                "cannot apply the database migrations: the database has migration {version}, \
+                 which this gatehouse does not know (a newer version applied it)"
+            );
+        }
+        Ok(known
             .iter()
             .copied()
             .filter(|v| !applied.contains(v))
-            .collect();
-        let unknown = applied.into_iter().filter(|v| !known.contains(v)).collect();
-        Ok((pending, unknown))
+            .collect())
     }
 
     /// SQLite: copies what the write-ahead log holds back into the database, as far as readers

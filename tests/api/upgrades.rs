@@ -11,9 +11,12 @@ use std::path::{Path, PathBuf};
 use reqwest::Method;
 use serde_json::{Value, json};
 
-use crate::helpers::{Backend, Http, Instance, TestDatabase, both_backends, code_at};
+use crate::helpers::{Backend, Http, Instance, TestDatabase, both_backends, code_at, spawn_app};
 
-both_backends!(every_earlier_database_still_works_after_the_upgrade);
+both_backends!(
+    every_earlier_database_still_works_after_the_upgrade,
+    a_database_a_newer_build_migrated_is_refused,
+);
 
 /// The schema the fixtures' PostgreSQL dumps name (scripts/upgrade_fixture.py).
 const FIXTURE_SCHEMA: &str = "gatehouse_fixture";
@@ -83,6 +86,34 @@ async fn every_earlier_database_still_works_after_the_upgrade(backend: Backend) 
         );
         check(commit, &server.http, made).await;
     }
+}
+
+/// A database with a migration this build does not know (a newer build applied it, and the
+/// operator went back): `check` and `migrate --dry-run` name it and fail, and change nothing.
+async fn a_database_a_newer_build_migrated_is_refused(backend: Backend) {
+    let app = spawn_app(backend).await;
+    app.execute(
+        "INSERT INTO _sqlx_migrations \
+         (version, description, installed_on, success, checksum, execution_time) \
+         SELECT 99990101, 'from a newer build', installed_on, success, checksum, execution_time \
+         FROM _sqlx_migrations WHERE version = 1",
+    )
+    .await;
+    let applied: i64 = app.scalar("SELECT COUNT(*) FROM _sqlx_migrations").await;
+    for args in [&["migrate", "--dry-run"][..], &["check"][..]] {
+        let output = app.cli(args, None);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{args:?}: {stderr}");
+        assert!(
+            stderr.contains(
+                "the database has migration 99990101, which this gatehouse does not know"
+            ),
+            "{args:?}: {stderr}"
+        );
+        assert!(output.stdout.is_empty() || args[0] == "check", "{args:?}");
+    }
+    let after: i64 = app.scalar("SELECT COUNT(*) FROM _sqlx_migrations").await;
+    assert_eq!(after, applied);
 }
 
 /// `gatehouse migrate --dry-run`: its lines (`0024 trust between parties`), each checked for form.
