@@ -9,11 +9,10 @@ exit) to the first answer of the other instance that shows it, polled every 5 ms
   role       `gatehouse user roles --add` (another process); B's forward-auth names the role
 Prints one Markdown row per change: trials, p50, p90, p99, max (ms).
 """
-import http.client, json, random, subprocess, sys, time, urllib.parse
+import json, random, subprocess, sys, time
 
 from stats import percentiles
-
-PASSWORD = "correct horse battery staple"
+from tools import PASSWORD, conn
 EMAIL = "bench@example.com"
 POLL = 0.005
 # The instances poll every 500 ms: each change waits a random part of that first, or every trial
@@ -21,12 +20,8 @@ POLL = 0.005
 SYNC_INTERVAL = 0.5
 
 
-def conn(base):
-    url = urllib.parse.urlparse(base)
-    return http.client.HTTPConnection(url.hostname, url.port)
-
-
 def call(c, method, path, body=None, headers=None):
+    """tools.call, with the answer's headers (forward-auth answers in them, without a body)."""
     h = {"Content-Type": "application/json", **(headers or {})}
     c.request(method, path, json.dumps(body) if body is not None else None, h)
     r = c.getresponse()

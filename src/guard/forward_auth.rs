@@ -13,7 +13,7 @@ use super::Guard;
 
 /// How many cookies of Gatehouse's name a request may present: a sibling host under the cookie
 /// domain may have set one or two more; a request with hundreds is looking for work to cause.
-pub const MAX_COOKIES: usize = 8;
+const MAX_COOKIES: usize = 8;
 
 /// What the request a proxy asks about carried.
 pub enum Credential<'a> {
