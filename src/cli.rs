@@ -14,6 +14,7 @@ mod audit;
 mod backup;
 mod check;
 mod clients;
+mod import;
 mod keys;
 mod resources;
 mod user;
@@ -67,6 +68,10 @@ pub enum Command {
     /// Manage accounts
     #[command(subcommand)]
     User(UserCommand),
+    /// Bring people from another system with their password hashes (kept, and replaced by
+    /// Argon2id at each one's first sign-in); an address that has an account is left as it is, so
+    /// a second run imports nothing twice. Exits 1 when a record was refused
+    Import(import::ImportArgs),
     /// Manage signing keys
     #[command(subcommand)]
     Keys(KeysCommand),
@@ -254,6 +259,7 @@ async fn execute(
             Ok(())
         }
         Command::User(command) => user(command, &services(&settings).await?).await,
+        Command::Import(args) => import::import(args, &settings).await,
         Command::Keys(command) => keys(command, &services(&settings).await?).await,
         Command::Clients(command) => clients(command, &services(&settings).await?).await,
         Command::Resources(command) => resources(command, &services(&settings).await?).await,

@@ -256,6 +256,7 @@ mod tests {
             ("guard", &["provider", "auth"]),
             ("provider", &["auth"]),
             ("federation", &["auth", "upstream"]),
+            ("import", &["auth"]),
             ("auth", &["upstream"]),
             ("upstream", &[]),
         ];

@@ -27,6 +27,7 @@ mod fetch;
 mod flows;
 mod guard;
 mod http;
+mod import;
 mod mail;
 mod memory;
 mod metrics;

@@ -7,7 +7,7 @@ use secrecy::{ExposeSecret, SecretString};
 
 use super::audit::{AuditEvent, LoginFailure, Subject};
 use super::core::{AMR_FEDERATED, AMR_OTP, AMR_PASSWORD};
-use super::password::Verdict;
+use super::password::{Verdict, recognise};
 use crate::crypto::{random_token, sha256};
 use crate::error::{Error, Result};
 use crate::metrics::{LoginOutcome as LoginMetric, TwoFactorOutcome};
@@ -175,17 +175,26 @@ impl Login {
     }
 
     /// Re-hashes a password whose hash has weaker parameters than today's, off the request path.
+    /// Replaces a hash of weaker parameters, or one another system made (`gatehouse import`), with
+    /// the current Argon2id, after the answer (the caller does not wait for a second hash); audited.
     fn upgrade_hash_later(&self, user: &User, password: SecretString) {
-        let hasher = self.core.hasher.clone();
-        let store = self.core.store.clone();
+        let core = self.core.clone();
         let (id, old) = (user.id, user.password_hash.clone());
         tokio::spawn(async move {
             let result = async {
-                let new = hasher.hash(password).await?;
-                store.upgrade_password_hash(id, &old, &new).await
+                let new = core.hasher.hash(password).await?;
+                core.store.upgrade_password_hash(id, &old, &new).await
             };
-            if let Err(error) = result.await {
-                tracing::warn!(user = %id, error = %error, "password hash upgrade failed");
+            match result.await {
+                Ok(true) => {
+                    let from = recognise(&old).unwrap_or("unknown");
+                    let event = AuditEvent::PasswordRehashed { from };
+                    core.audit(event, Subject::user(id)).await;
+                }
+                Ok(false) => {}
+                Err(error) => {
+                    tracing::warn!(user = %id, error = %error, "password hash upgrade failed");
+                }
             }
         });
     }

@@ -27,6 +27,7 @@ pub mod contacts;
 pub mod cookies;
 mod credentials;
 pub mod federation;
+pub mod imports;
 pub mod keys;
 pub mod logouts;
 pub mod mail_tokens;

@@ -201,8 +201,8 @@ impl Store {
 
     /// Replaces a hash only if it is still the one that was verified, so a concurrent password
     /// change is never overwritten by an upgrade of the old password. Not a change of password:
-    /// `auth_epoch` stays.
-    pub async fn upgrade_password_hash(&self, id: Uuid, old: &str, new: &str) -> Result<()> {
+    /// `auth_epoch` stays. False when the hash had changed meanwhile (nothing was replaced).
+    pub async fn upgrade_password_hash(&self, id: Uuid, old: &str, new: &str) -> Result<bool> {
         let sql = "UPDATE users SET password_hash = $3 WHERE id = $1 AND password_hash = $2";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(id)
@@ -210,7 +210,7 @@ impl Store {
             .bind(new)
             .execute(pool)
             .await
-            .map(|_| ()))
+            .map(|done| done.rows_affected() == 1))
     }
 
     /// Enables or disables an account, without ending its sessions (see `revoke_user_sessions`

@@ -47,6 +47,7 @@ mod framing;
 mod guard;
 mod hardening;
 mod housekeeping;
+mod imports;
 mod instances;
 mod introspection;
 mod login;

@@ -43,6 +43,8 @@ pub enum Origin {
     Cli,
     Registration,
     Admin,
+    /// `gatehouse import --from SOURCE` (docs/api.md §15).
+    Import(&'static str),
 }
 
 /// What an admin looked at (`admin.read`): reads of accounts and the trail are audited too.
@@ -252,6 +254,11 @@ pub enum AuditEvent {
     UserCreatedByProvider {
         provider: String,
     },
+    /// An imported hash (or Argon2 of weaker parameters) replaced by the current Argon2id at a
+    /// sign-in that matched it; `from` is the algorithm it had.
+    PasswordRehashed {
+        from: &'static str,
+    },
     IdentityLinked {
         provider: String,
     },
@@ -328,6 +335,7 @@ impl AuditEvent {
             FederatedLogin { .. } => "login.succeeded",
             FederatedLoginFailed { .. } => "login.failed",
             UserCreatedByProvider { .. } => "user.created",
+            PasswordRehashed { .. } => "password.rehashed",
             IdentityLinked { .. } => "identity.linked",
             IdentityUnlinked { .. } => "identity.unlinked",
             Org { what, .. } => what.name(),
@@ -362,6 +370,7 @@ impl AuditEvent {
             UserCreated(Origin::Cli) => "cli".into(),
             UserCreated(Origin::Registration) => "registration".into(),
             UserCreated(Origin::Admin) => "admin".into(),
+            UserCreated(Origin::Import(source)) => format!("import from={source}"),
             UserDisabled { by, sessions_ended } => {
                 format!("via={} sessions_ended={sessions_ended}", by.via())
             }
@@ -452,6 +461,7 @@ impl AuditEvent {
                 format!("fed provider={provider} reason={reason}")
             }
             UserCreatedByProvider { provider } => format!("provider provider={provider}"),
+            PasswordRehashed { from } => format!("from={from}"),
             IdentityLinked { provider } | IdentityUnlinked { provider } => {
                 format!("provider={provider}")
             }

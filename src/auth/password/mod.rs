@@ -1,4 +1,9 @@
 //! Password hashing (Argon2id, OWASP parameters) on a bounded pool, and the password policy.
+//! Hashes other systems made (`gatehouse import`) are verified in their own algorithm: `foreign`.
+
+mod foreign;
+
+pub use foreign::{Digest as Pbkdf2Digest, firebase_form, pbkdf2_form};
 
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock};
@@ -28,7 +33,7 @@ const DUMMY_HASH: &str = "$argon2id$v=19$m=19456,t=2,p=1$\
 pub use crate::error::{PASSWORD_MAX as MAX_LENGTH, PASSWORD_MIN as MIN_LENGTH};
 
 static COMMON: LazyLock<HashSet<&'static str>> = LazyLock::new(|| {
-    include_str!("../../assets/common-passwords.txt")
+    include_str!("../../../assets/common-passwords.txt")
         .lines()
         .collect()
 });
@@ -219,6 +224,13 @@ impl PasswordHasher {
         self.run(move |memory| {
             let known = stored.is_some();
             let phc = stored.unwrap_or_else(|| DUMMY_HASH.to_owned());
+            if let Some(foreign) = foreign::Foreign::parse(&phc) {
+                // An imported hash: always replaced by Argon2id once it has matched.
+                return match foreign.verify(password.expose_secret()) {
+                    true => Verdict::Match { needs_rehash: true },
+                    false => Verdict::Mismatch,
+                };
+            }
             let Ok(parsed) = PasswordHash::new(&phc) else {
                 return Verdict::Mismatch;
             };
@@ -233,6 +245,22 @@ impl PasswordHasher {
         })
         .await
     }
+}
+
+/// The algorithm of a hash `gatehouse import` may keep (`None`: one it cannot verify, which the
+/// import refuses): Argon2 in PHC form, or one of `foreign`'s forms.
+pub fn recognise(hash: &str) -> Option<&'static str> {
+    if let Some(foreign) = foreign::Foreign::parse(hash) {
+        return Some(foreign.label());
+    }
+    let parsed = PasswordHash::new(hash).ok()?;
+    let label = match Algorithm::try_from(parsed.algorithm).ok()? {
+        Algorithm::Argon2id => "argon2id",
+        Algorithm::Argon2i => "argon2i",
+        Algorithm::Argon2d => "argon2d",
+    };
+    let sane = Params::try_from(&parsed).is_ok() && parsed.salt.is_some() && parsed.hash.is_some();
+    sane.then_some(label)
 }
 
 /// Argon2 verification of `password` against a PHC hash, in the caller's work memory (grown if
