@@ -16,6 +16,7 @@ mod check;
 mod clients;
 mod import;
 mod keys;
+mod move_to_postgres;
 mod resources;
 mod user;
 
@@ -61,6 +62,15 @@ pub enum Command {
         /// The backup file to make (it must not exist)
         #[arg(value_name = "PATH")]
         path: std::path::PathBuf,
+    },
+    /// Copy the SQLite database (a consistent snapshot: the service may run, but what it records
+    /// after the snapshot is not moved) into a new, empty PostgreSQL database: every table, the
+    /// counts compared, in one transaction. The instances on PostgreSQL need the same master key
+    MoveToPostgres {
+        /// The PostgreSQL database to move into (postgres://USER:PASSWORD@HOST/NAME); it may be
+        /// migrated already, but must hold no account
+        #[arg(value_name = "URL")]
+        url: String,
     },
     /// Every setting of the service: its flag, its environment variable and its default (keys of
     /// the --config file are the flags' names with `_` for `-`)
@@ -260,6 +270,9 @@ async fn execute(
         }
         Command::User(command) => user(command, &services(&settings).await?).await,
         Command::Import(args) => import::import(args, &settings).await,
+        Command::MoveToPostgres { url } => {
+            move_to_postgres::move_to_postgres(&settings, &url).await
+        }
         Command::Keys(command) => keys(command, &services(&settings).await?).await,
         Command::Clients(command) => clients(command, &services(&settings).await?).await,
         Command::Resources(command) => resources(command, &services(&settings).await?).await,

@@ -31,6 +31,7 @@ pub mod imports;
 pub mod keys;
 pub mod logouts;
 pub mod mail_tokens;
+pub mod moving;
 pub mod oauth_codes;
 pub mod org_invitations;
 pub mod orgs;

@@ -57,6 +57,7 @@ mod mail_delivery;
 mod mail_files;
 mod mail_links;
 mod metadata_documents;
+mod moving;
 mod oauth_code;
 mod oauth_instances;
 mod oauth_logout;

@@ -19,9 +19,9 @@ both_backends!(
 );
 
 /// The schema the fixtures' PostgreSQL dumps name (scripts/upgrade_fixture.py).
-const FIXTURE_SCHEMA: &str = "gatehouse_fixture";
+pub(crate) const FIXTURE_SCHEMA: &str = "gatehouse_fixture";
 
-fn fixtures() -> Vec<PathBuf> {
+pub(crate) fn fixtures() -> Vec<PathBuf> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/upgrades");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(root)
         .expect("tests/fixtures/upgrades")
@@ -139,7 +139,7 @@ fn dry_run(db: &TestDatabase, commit: &str) -> Vec<String> {
     lines
 }
 
-async fn check(commit: &str, http: &Http, made: &Value) {
+pub(crate) async fn check(commit: &str, http: &Http, made: &Value) {
     let ann = &made["ann"];
     let password = ann["password"].as_str().unwrap();
 
