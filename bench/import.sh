@@ -256,7 +256,7 @@ time_fields() {
     /User time/ {cpu += $2}
     /System time/ {cpu += $2}
     /Maximum resident set size/ {rss = $2 / 1024}
-    END {printf "%.1f|%.1f|%.1f", s, cpu, rss}' "$1"
+    END {printf "%.2f|%.1f|%.1f", s, cpu, rss}' "$1"
 }
 
 # query URL SQL: one value.
@@ -341,7 +341,7 @@ echo
 echo "| step | backend | people | wall s | people/s | CPU s (user+sys) | peak RSS MiB | database MiB | lines besides the summary |"
 echo "|---|---|---|---|---|---|---|---|---|"
 while IFS='|' read -r label backend people wall cpu rss size extra _; do
-  rate=$(awk -v n="$people" -v s="$wall" 'BEGIN {printf "%.0f", (s > 0 ? n / s : 0)}')
+  rate=$(awk -v n="$people" -v s="$wall" 'BEGIN {if (s > 0) printf "%.0f", n / s; else printf "–"}')
   echo "| $label | $backend | $people | $wall | $rate | $cpu | $rss | $size | $extra |"
 done <"$IMPORTS"
 echo

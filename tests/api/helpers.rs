@@ -708,7 +708,12 @@ impl TestDatabase {
     /// The real `gatehouse` binary with this database's settings and nothing else from the
     /// environment.
     pub fn command(&self) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
+        self.command_of(Path::new(env!("CARGO_BIN_EXE_gatehouse")))
+    }
+
+    /// `command`, of another build's binary (tests/api/rolling_upgrade.rs).
+    pub fn command_of(&self, binary: &Path) -> Command {
+        let mut command = Command::new(binary);
         command
             .env_clear()
             .env("GATEHOUSE_DATABASE_URL", &self.url)
@@ -738,9 +743,14 @@ pub struct Instance {
 
 impl Instance {
     pub fn start(db: &TestDatabase, env: &[(&str, &str)]) -> Instance {
+        Self::start_binary(Path::new(env!("CARGO_BIN_EXE_gatehouse")), db, env)
+    }
+
+    /// `start`, of another build's binary (tests/api/rolling_upgrade.rs).
+    pub fn start_binary(binary: &Path, db: &TestDatabase, env: &[(&str, &str)]) -> Instance {
         use std::io::{BufRead as _, BufReader};
         let mut child = db
-            .command()
+            .command_of(binary)
             .env("GATEHOUSE_LOG", "info")
             .envs(env.iter().copied())
             .args(["serve", "--listen", "127.0.0.1:0"])

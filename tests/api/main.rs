@@ -84,6 +84,7 @@ mod refresh;
 mod relying_parties;
 mod resource_metadata;
 mod resources;
+mod rolling_upgrade;
 mod sessions;
 mod signing_keys;
 mod slow;
