@@ -206,7 +206,7 @@ def warm():
 
 def enumeration():
     """Wrong passwords for imported people (bcrypt, never signed in) interleaved with unknown
-    addresses (the service's dummy Argon2id); then the difference of medians and KS distance."""
+    addresses (decoys: an imported hash for the imported share of addresses); then the difference of medians and KS distance."""
     c = Client()
     wrong, unknown = [], []
     for k, (i, _, _) in enumerate(people("wrong")):
@@ -357,7 +357,7 @@ for kind in checkpw crypt paced first second wrong unknown; do
     first) name="first sign-in, back to back (each rehash runs during the next sign-in)" ;;
     second) name="second sign-in of the back-to-back people (Argon2id)" ;;
     wrong) name="wrong password, imported person not yet signed in (bcrypt)" ;;
-    unknown) name="unknown address (dummy Argon2id)" ;;
+    unknown) name="unknown address (verified against an imported hash in the imported share, else the Argon2id dummy)" ;;
     esac
     echo "| $name | $backend | $samples | $median | $p95 | $mean | $errors |"
   done <"$SIGNS"

@@ -31,6 +31,8 @@ const CHECKPOINT_INTERVAL: Duration = Duration::from_secs(1);
 
 /// How often lapsed sessions, consumed refresh-token records and expired challenges are deleted.
 const HOUSEKEEPING_INTERVAL: Duration = Duration::from_secs(600);
+/// How often the imported password hashes are counted (`Housekeeping::count_imported_hashes`).
+const DECOY_INTERVAL: Duration = Duration::from_secs(300);
 
 /// Access rules only see what a trusted proxy describes: without one, forward-auth refuses every
 /// request (or, with `GATEHOUSE_UNTRUSTED_FORWARD_AUTH=token-only`, judges none by the rules).
@@ -250,6 +252,18 @@ fn spawn_background(services: &Arc<Services>) -> Vec<tokio::task::JoinHandle<()>
             }
         }
     });
+    let s = services.clone();
+    let decoys = tokio::spawn(async move {
+        // At start (a restart must not open a window), then every few minutes.
+        let mut tick = tokio::time::interval(DECOY_INTERVAL);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if let Err(error) = s.auth.housekeeping.count_imported_hashes().await {
+                tracing::warn!(error = %error, "cannot count the imported password hashes");
+            }
+        }
+    });
     tracing::info!("mail goes to {}", services.transport.describe());
     let delivery = tokio::spawn(services.delivery().run());
     vec![
@@ -259,6 +273,7 @@ fn spawn_background(services: &Arc<Services>) -> Vec<tokio::task::JoinHandle<()>
         activity,
         checkpoint,
         housekeeping,
+        decoys,
         delivery,
         tokio::spawn(services.backchannel().run()),
     ]

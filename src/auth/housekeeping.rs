@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use std::time::Duration;
 
+use super::password::{ImportedKind, recognise};
 use crate::error::Result;
 use crate::store::purge::{Purge, Purged};
 
@@ -31,7 +32,37 @@ pub struct Housekeeping {
     pub(crate) core: Arc<Core>,
 }
 
+/// How many imported hashes are sampled to know their algorithms' shares.
+const DECOY_SAMPLES: i64 = 1000;
+
 impl Housekeeping {
+    /// Counts the accounts that still hold an imported hash, by algorithm, for the decoys unknown
+    /// addresses are verified against (`password::Decoys`): at start, then every few minutes on
+    /// each instance (an import while serving is covered within that).
+    pub async fn count_imported_hashes(&self) -> Result<()> {
+        let (total, imported, samples) = self.core.store.imported_hashes(DECOY_SAMPLES).await?;
+        let mut kinds: Vec<(&'static str, u64, String)> = Vec::new();
+        for hash in &samples {
+            let Some(label) = recognise(hash) else {
+                continue;
+            };
+            match kinds.iter_mut().find(|(l, _, _)| *l == label) {
+                Some((_, seen, _)) => *seen += 1,
+                None => kinds.push((label, 1, hash.clone())),
+            }
+        }
+        let sampled: u64 = kinds.iter().map(|(_, seen, _)| seen).sum();
+        let kinds = kinds
+            .into_iter()
+            .map(|(_, seen, sample)| ImportedKind {
+                accounts: imported.saturating_mul(seen) / sampled.max(1),
+                sample,
+            })
+            .collect();
+        self.core.hasher.decoys().replace(total, kinds);
+        Ok(())
+    }
+
     /// Sessions lapsed or revoked longer ago than any access token lives, refresh-token records
     /// consumed before the grace window (reuse of such a token is still detected: see
     /// `already_rotated`), expired challenges and passkey ceremonies, idle throttle state, audit

@@ -76,7 +76,13 @@ impl Login {
                 }
                 let user = self.core.store.user_by_email(&normalized).await?;
                 let stored = user.as_ref().map(|u| u.password_hash.clone());
-                match (user, self.core.hasher.verify(password, stored).await?) {
+                let draw = self.core.secrets.sign_in_draw(&normalized);
+                let verdict = self
+                    .core
+                    .hasher
+                    .verify_sign_in(password, stored, draw)
+                    .await?;
+                match (user, verdict) {
                     (Some(user), Verdict::Match { needs_rehash }) => Ok(Some((user, needs_rehash))),
                     (user, _) => {
                         let (id, failure) = match &user {

@@ -22,6 +22,7 @@ pub struct Secrets {
     cursor_mac: [u8; 32],
     client_mac: [u8; 32],
     passkey_decoy_mac: [u8; 32],
+    sign_in_decoy_mac: [u8; 32],
     api_key_mac: [u8; 32],
 }
 
@@ -47,6 +48,7 @@ impl Secrets {
             cursor_mac: derive(b"cursor/v1"),
             client_mac: derive(b"api-client-secret/v1"),
             passkey_decoy_mac: derive(b"passkey-decoy/v1"),
+            sign_in_decoy_mac: derive(b"sign-in-decoy/v1"),
             api_key_mac: derive(b"api-key/v1"),
         }
     }
@@ -106,6 +108,14 @@ impl Secrets {
 
     /// The stable, made-up credential id offered for an e-mail without passkeys, so that its
     /// sign-in options look like an account's (`auth::passkeys::login`).
+    /// A number an unknown address always draws, the same on every instance and never shown: which
+    /// hash a sign-in for it is verified against (`auth::password::Decoys`).
+    pub fn sign_in_draw(&self, email_normalized: &str) -> u64 {
+        let mac = hmac(&self.sign_in_decoy_mac, &[email_normalized.as_bytes()]);
+        mac.first_chunk::<8>()
+            .map_or(0, |first| u64::from_be_bytes(*first))
+    }
+
     pub fn passkey_decoy(&self, email_normalized: &str) -> [u8; 32] {
         hmac(&self.passkey_decoy_mac, &[email_normalized.as_bytes()])
     }

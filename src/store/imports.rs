@@ -100,3 +100,34 @@ impl Store {
         })
     }
 }
+
+/// The accounts that still hold a hash another system made: not Argon2, not empty (no password).
+const IMPORTED: &str = "password_hash <> '' AND password_hash NOT LIKE '$argon2%'";
+
+impl Store {
+    /// Accounts in all, those still holding an imported hash, and up to `samples` of those hashes
+    /// (`auth::password::Decoys`). Two counts over the accounts: seconds apart, not per request.
+    pub async fn imported_hashes(&self, samples: i64) -> Result<(u64, u64, Vec<String>)> {
+        let count_imported = format!("SELECT COUNT(*) FROM users WHERE {IMPORTED}");
+        let sample = format!("SELECT password_hash FROM users WHERE {IMPORTED} LIMIT $1");
+        on_pool!(self, |pool| {
+            let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
+                .fetch_one(&mut *pool)
+                .await?;
+            let imported: i64 = sqlx::query_scalar(&count_imported)
+                .fetch_one(&mut *pool)
+                .await?;
+            let hashes: Vec<String> = match imported {
+                0 => Vec::new(),
+                _ => {
+                    sqlx::query_scalar(&sample)
+                        .bind(samples)
+                        .fetch_all(&mut *pool)
+                        .await?
+                }
+            };
+            let count = |n: i64| u64::try_from(n).unwrap_or_default();
+            Ok((count(total), count(imported), hashes))
+        })
+    }
+}

@@ -373,6 +373,27 @@ async fn bad_records_are_refused_one_by_one_and_the_rest_imported(backend: Backe
     let (_, stdout, _) = import(&app, "csv", "bad/duplicate.csv", &["--dry-run"]);
     assert!(stdout.contains("the address is record 1's too"), "{stdout}");
 
+    // A file that is not what it says (here: `;` between the columns) is refused once, at its
+    // header, not once a record.
+    let dir = tempfile::tempdir().unwrap();
+    let semicolons = dir.path().join("people.csv");
+    std::fs::write(
+        &semicolons,
+        "email;name;password_hash\na@example.com;A;$2b$10$x\n",
+    )
+    .unwrap();
+    let output = app.cli(
+        &["import", "--from", "csv", semicolons.to_str().unwrap()],
+        None,
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("the header line has no email column"),
+        "{stderr}"
+    );
+    assert!(String::from_utf8_lossy(&output.stdout).contains("imported 0 of 0 records"));
+
     // --stop-on-error: nothing after the first refusal is read.
     let (ok, stdout, _) = import(
         &app,

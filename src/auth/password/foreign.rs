@@ -29,6 +29,8 @@ use subtle::ConstantTimeEq as _;
 const MAX_PBKDF2_ITERATIONS: u32 = 10_000_000;
 const MAX_SCRYPT_MEMORY: u64 = 1 << 30;
 const MAX_SHA_CRYPT_ROUNDS: u32 = 10_000_000;
+/// bcrypt's cost is a power of two: 16 is about 5 s a verification (10–12 are usual).
+const MAX_BCRYPT_COST: u32 = 16;
 
 /// A parsed foreign hash, ready to verify.
 #[derive(Debug)]
@@ -264,7 +266,9 @@ fn bcrypt_mcf(s: &str) -> bool {
     };
     matches!(version, "2a" | "2b" | "2y" | "2x")
         && cost.len() == 2
-        && cost.parse::<u32>().is_ok_and(|c| (4..=31).contains(&c))
+        && cost
+            .parse::<u32>()
+            .is_ok_and(|c| (4..=MAX_BCRYPT_COST).contains(&c))
         && rest.len() == 53
 }
 

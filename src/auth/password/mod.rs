@@ -1,8 +1,10 @@
 //! Password hashing (Argon2id, OWASP parameters) on a bounded pool, and the password policy.
 //! Hashes other systems made (`gatehouse import`) are verified in their own algorithm: `foreign`.
 
+mod decoys;
 mod foreign;
 
+pub use decoys::{Decoys, ImportedKind};
 pub use foreign::{Digest as Pbkdf2Digest, firebase_form, pbkdf2_form};
 
 use std::collections::HashSet;
@@ -100,6 +102,8 @@ pub struct PasswordHasher {
     /// flood is refused while logins keep the rest of the queue.
     registrations: Arc<Semaphore>,
     metrics: Arc<Metrics>,
+    /// What unknown addresses are verified against while imported hashes remain.
+    decoys: Arc<Decoys>,
 }
 
 impl PasswordHasher {
@@ -153,6 +157,7 @@ impl PasswordHasher {
             admitted: Arc::new(Semaphore::new(cores * (1 + QUEUE_PER_CORE))),
             registrations: Arc::new(Semaphore::new(cores)),
             metrics,
+            decoys: Arc::new(Decoys::default()),
         }
     }
 
@@ -215,20 +220,46 @@ impl PasswordHasher {
         self.hash(password).await
     }
 
+    pub fn decoys(&self) -> &Decoys {
+        &self.decoys
+    }
+
     /// Verifies `password` against `stored`, or against a dummy hash when there is no account, so
     /// both cost the same.
     pub async fn verify(&self, password: SecretString, stored: Option<String>) -> Result<Verdict> {
+        self.verify_drawn(password, stored, None).await
+    }
+
+    /// `verify` for a sign-in, where the address is the attacker's to choose: without an account
+    /// (`stored` None), the address's `draw` picks the hash verified against (`Decoys`), so that
+    /// it costs what an account's sign-in would.
+    pub async fn verify_sign_in(
+        &self,
+        password: SecretString,
+        stored: Option<String>,
+        draw: u64,
+    ) -> Result<Verdict> {
+        let decoy = self.decoys.pick(draw);
+        self.verify_drawn(password, stored, decoy).await
+    }
+
+    async fn verify_drawn(
+        &self,
+        password: SecretString,
+        stored: Option<String>,
+        decoy: Option<String>,
+    ) -> Result<Verdict> {
         // An empty hash is an account without a password: the same work as an unknown account,
         // and never a match (whatever is typed, an empty string included).
         let stored = stored.filter(|hash| !hash.is_empty());
         self.run(move |memory| {
             let known = stored.is_some();
-            let phc = stored.unwrap_or_else(|| DUMMY_HASH.to_owned());
+            let phc = stored.or(decoy).unwrap_or_else(|| DUMMY_HASH.to_owned());
             if let Some(foreign) = foreign::Foreign::parse(&phc) {
                 // An imported hash: always replaced by Argon2id once it has matched.
                 return match foreign.verify(password.expose_secret()) {
-                    true => Verdict::Match { needs_rehash: true },
-                    false => Verdict::Mismatch,
+                    true if known => Verdict::Match { needs_rehash: true },
+                    _ => Verdict::Mismatch,
                 };
             }
             let Ok(parsed) = PasswordHash::new(&phc) else {
@@ -259,7 +290,11 @@ pub fn recognise(hash: &str) -> Option<&'static str> {
         Algorithm::Argon2i => "argon2i",
         Algorithm::Argon2d => "argon2d",
     };
-    let sane = Params::try_from(&parsed).is_ok() && parsed.salt.is_some() && parsed.hash.is_some();
+    // Bounds as `foreign`'s: an imported hash of 4 GiB would hold that much at each attempt.
+    let sane = Params::try_from(&parsed)
+        .is_ok_and(|p| p.m_cost() <= 1 << 20 && p.t_cost() <= 64 && p.p_cost() <= 64)
+        && parsed.salt.is_some()
+        && parsed.hash.is_some();
     sane.then_some(label)
 }
 

@@ -8,7 +8,7 @@ use super::{Row, csv_rows, flag, record};
 use crate::import::{Person, Read, Record};
 
 pub(super) fn read(file: impl BufRead, each: &mut dyn FnMut(Record) -> bool) -> Result<(), String> {
-    csv_rows(file, &mut |number, place, row| {
+    csv_rows(file, &["email"], &mut |number, place, row| {
         let read = match row.and_then(|row| person(&row)) {
             Ok(person) => Read::Person(person),
             Err(why) => Read::Bad(why),

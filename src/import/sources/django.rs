@@ -60,7 +60,7 @@ pub(super) fn read(
             each(record(index, format!("element {}", index - 1), read))
         })
     } else {
-        csv_rows(file, &mut |number, place, row| {
+        csv_rows(file, &["email", "password"], &mut |number, place, row| {
             let read = match row.and_then(|row| fields(&row)) {
                 Ok(fields) => person(fields),
                 Err(why) => Read::Bad(why),

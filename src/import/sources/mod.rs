@@ -189,9 +189,11 @@ fn typed<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, 
     })
 }
 
-/// Reads CSV records by their header's names (case-insensitive), `line N` each.
+/// Reads CSV records by their header's names (case-insensitive), `line N` each. A header without
+/// a `required` column is the file's refusal (once, not once a record).
 fn csv_rows(
     file: impl BufRead,
+    required: &[&str],
     each: &mut dyn FnMut(u64, String, Result<Row, String>) -> bool,
 ) -> Result<(), String> {
     let mut reader = ::csv::ReaderBuilder::new().from_reader(file);
@@ -199,8 +201,14 @@ fn csv_rows(
         .headers()
         .map_err(|e| format!("cannot read the header line: {e}"))?
         .iter()
-        .map(|h| h.trim().to_lowercase())
+        .map(|h| h.trim().trim_start_matches('\u{feff}').to_lowercase())
         .collect();
+    if let Some(missing) = required.iter().find(|r| !header.iter().any(|h| h == *r)) {
+        return Err(format!(
+            "the header line has no {missing} column (it has: {}; columns are separated by commas)",
+            header.join(", ")
+        ));
+    }
     let mut record = ::csv::StringRecord::new();
     let mut number = 0;
     loop {

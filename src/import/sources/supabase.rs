@@ -10,13 +10,17 @@ use crate::import::{Person, Read, Record};
 
 pub(super) fn read(file: impl BufRead, each: &mut dyn FnMut(Record) -> bool) -> Result<(), String> {
     let now = time::OffsetDateTime::now_utc();
-    csv_rows(file, &mut |number, place, row| {
-        let read = match row.and_then(|row| person(&row, now)) {
-            Ok(read) => read,
-            Err(why) => Read::Bad(why),
-        };
-        each(record(number, place, read))
-    })
+    csv_rows(
+        file,
+        &["email", "encrypted_password"],
+        &mut |number, place, row| {
+            let read = match row.and_then(|row| person(&row, now)) {
+                Ok(read) => read,
+                Err(why) => Read::Bad(why),
+            };
+            each(record(number, place, read))
+        },
+    )
 }
 
 fn person(row: &Row, now: time::OffsetDateTime) -> Result<Read, String> {
