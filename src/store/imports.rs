@@ -102,6 +102,8 @@ impl Store {
 }
 
 /// The accounts that still hold a hash another system made: not Argon2, not empty (no password).
+/// The condition of the partial index `users_imported_hash` (migration 0026), word for word, so
+/// that both databases count them from the index.
 const IMPORTED: &str = "password_hash <> '' AND password_hash NOT LIKE '$argon2%'";
 
 impl Store {

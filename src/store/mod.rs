@@ -51,14 +51,20 @@ pub mod users;
 
 static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("./migrations");
 
-/// This binary's migrations.
 /// What a migration of this binary does, from its file's name (`0023_federation.sql`:
-/// "federation"), for `gatehouse migrate --dry-run`.
+/// "federation") and, for one that may take long on a big database, its `-- long:` line, for
+/// `gatehouse migrate --dry-run`.
 pub fn migration_description(version: i64) -> Option<String> {
-    MIGRATOR
-        .iter()
-        .find(|m| m.version == version)
-        .map(|m| m.description.to_string())
+    let migration = MIGRATOR.iter().find(|m| m.version == version)?;
+    let long = migration
+        .sql
+        .lines()
+        .take_while(|line| line.starts_with("--"))
+        .find_map(|line| line.strip_prefix("-- long:"));
+    Some(match long {
+        Some(why) => format!("{} (may take long: {})", migration.description, why.trim()),
+        None => migration.description.to_string(),
+    })
 }
 
 pub static MIGRATIONS: std::sync::LazyLock<Vec<i64>> =
