@@ -196,7 +196,11 @@ fn csv_rows(
     required: &[&str],
     each: &mut dyn FnMut(u64, String, Result<Row, String>) -> bool,
 ) -> Result<(), String> {
-    let mut reader = ::csv::ReaderBuilder::new().from_reader(file);
+    // Records end at `\n` alone: with the crate's default (CR, LF or CRLF), a CRLF file's records
+    // were counted a line early. A CR left at a field's end is trimmed with its blanks (`Row::get`).
+    let mut reader = ::csv::ReaderBuilder::new()
+        .terminator(::csv::Terminator::Any(b'\n'))
+        .from_reader(file);
     let header: Arc<[String]> = reader
         .headers()
         .map_err(|e| format!("cannot read the header line: {e}"))?
@@ -279,4 +283,28 @@ fn joined_name(given: Option<&str>, family: Option<&str>) -> Option<String> {
 /// `typed` for a YAML value (Authelia's file).
 fn typed_yaml<T: serde::de::DeserializeOwned>(value: serde_yaml_ng::Value) -> Result<T, String> {
     serde_yaml_ng::from_value(value).map_err(|e| format!("not a record of this format: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_records_are_numbered_by_their_line_whatever_the_line_ends() {
+        for text in [
+            "email,name\na@example.com,A\n\"b@example.com\",\"B\nB\"\nc@example.com,C\n",
+            "email,name\r\na@example.com,A\r\n\"b@example.com\",\"B\r\nB\"\r\nc@example.com,C\r\n",
+        ] {
+            let mut seen = Vec::new();
+            csv_rows(text.as_bytes(), &["email"], &mut |n, place, row| {
+                let row = row.unwrap();
+                seen.push((n, place, row.get("email").unwrap().to_owned()));
+                true
+            })
+            .unwrap();
+            let places: Vec<&str> = seen.iter().map(|(_, p, _)| p.as_str()).collect();
+            assert_eq!(places, ["line 2", "line 3", "line 5"], "{text:?}");
+            assert_eq!(seen[2].2, "c@example.com");
+        }
+    }
 }
