@@ -115,7 +115,7 @@ impl Services {
                 secrets: secrets.clone(),
                 live: live.clone(),
                 directory: directory.clone(),
-                hasher: PasswordHasher::new(metrics.clone()),
+                hasher: PasswordHasher::new(metrics.clone()).with_secrets(secrets.clone()),
                 metrics: metrics.clone(),
                 webauthn: relying_party(settings)?.map(Arc::new),
                 mailer: mailer.clone(),

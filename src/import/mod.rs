@@ -15,7 +15,7 @@ use std::sync::Arc;
 use uuid::Uuid;
 
 use crate::auth::audit::{AuditEvent, Origin};
-use crate::auth::password::recognise;
+use crate::auth::password::{recognise, seal_signer_key};
 use crate::clock::Clock;
 use crate::crypto::Secrets;
 use crate::domain::{Email, FullName, Role};
@@ -313,7 +313,8 @@ impl Importer {
         let (hash, algorithm) = match person.password_hash.as_deref().map(str::trim) {
             None | Some("") => (String::new(), "none"),
             Some(hash) => match recognise(hash) {
-                Some(algorithm) => (hash.to_owned(), algorithm),
+                // A project's secret in a hash (Firebase's signer key) is kept sealed.
+                Some(algorithm) => (seal_signer_key(hash, &self.secrets), algorithm),
                 None => {
                     return refuse(format!(
                         "{email}: the password hash is of a form Gatehouse cannot verify \

@@ -136,6 +136,12 @@ async fn people_of_every_source_sign_in_with_the_passwords_they_had(backend: Bac
         }
     }
     let accounts = accounts(&app);
+    // Firebase's signer key (the project's pepper) is kept sealed, never in the clear.
+    let firebase = |form: &str| {
+        format!("SELECT COUNT(*) FROM users WHERE password_hash LIKE '$firebase-scrypt$%{form}%'")
+    };
+    assert!(app.scalar::<i64>(&firebase(",ks=")).await > 0);
+    assert_eq!(app.scalar::<i64>(&firebase(",k=")).await, 0);
 
     for person in people {
         let email = person["email"].as_str().unwrap();

@@ -12,7 +12,7 @@
 //! | `$5$…`, `$6$…` | SHA-crypt: glibc, passlib, Authelia |
 //! | `$scrypt$ln=N,r=R,p=P$SALT$HASH` | passlib, Authelia |
 //! | `scrypt$N$SALT$R$P$HASH` | Django |
-//! | `$firebase-scrypt$n=N,r=R,k=KEY,s=SEP$SALT$HASH` | Firebase's modified scrypt, converted on import |
+//! | `$firebase-scrypt$n=N,r=R,ks=SEALED,s=SEP$SALT$HASH` | Firebase's modified scrypt, converted on import (the project's key sealed) |
 //!
 //! Argon2 PHC strings (Authelia, Keycloak's and Django's, converted on import) take the Argon2 path
 //! of `super`. PBKDF2, scrypt and Firebase's AES step run on OpenSSL (already linked; faster than
@@ -23,6 +23,8 @@ use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD};
 use openssl::hash::MessageDigest;
 use sha2::{Digest as _, Sha256};
 use subtle::ConstantTimeEq as _;
+
+use crate::crypto::Secrets;
 
 /// Costs past which an imported hash is refused rather than verified: a hash that takes seconds or
 /// gigabytes would hold a hashing thread at each attempt (no real system's default comes near).
@@ -64,12 +66,24 @@ pub enum Foreign<'a> {
     Firebase {
         log_n: u8,
         r: u32,
-        signer_key: Vec<u8>,
+        signer_key: SignerKey,
         /// The person's salt with the project's separator appended.
         salt: Vec<u8>,
         hash: Vec<u8>,
     },
 }
+
+/// Firebase's signer key: a secret of the project's, the pepper of every hash. An import seals it
+/// under the master key (`ks=`), so that a copy of the database alone cannot test passwords
+/// against these hashes; `k=` (in the clear) is read too, as a hash given whole in a CSV has it.
+#[derive(Debug)]
+pub enum SignerKey {
+    Plain(Vec<u8>),
+    Sealed(Vec<u8>),
+}
+
+/// The sealing context of Firebase signer keys.
+const SIGNER_KEY_CONTEXT: &[u8] = b"firebase-signer-key/v1";
 
 #[derive(Debug, Clone, Copy)]
 pub enum Digest {
@@ -158,7 +172,8 @@ impl<'a> Foreign<'a> {
     }
 
     /// Whether `password` is the one this hash was made of; the final comparison in constant time.
-    pub fn verify(&self, password: &str) -> bool {
+    /// `secrets` open a sealed Firebase signer key (without them, such a hash matches nothing).
+    pub fn verify(&self, password: &str, secrets: Option<&Secrets>) -> bool {
         match self {
             Foreign::Bcrypt { mcf, prehash } => {
                 let result = if *prehash {
@@ -208,11 +223,20 @@ impl<'a> Foreign<'a> {
                 salt,
                 hash,
             } => {
+                let signer_key = match signer_key {
+                    SignerKey::Plain(key) => key.clone(),
+                    SignerKey::Sealed(sealed) => {
+                        match secrets.map(|s| s.open(SIGNER_KEY_CONTEXT, sealed)) {
+                            Some(Ok(key)) => key,
+                            _ => return false,
+                        }
+                    }
+                };
                 let Some(key) = scrypt(password.as_bytes(), salt, *log_n, *r, 1, 32) else {
                     return false;
                 };
                 let cipher = openssl::symm::Cipher::aes_256_ctr();
-                openssl::symm::encrypt(cipher, &key, Some(&[0u8; 16]), signer_key)
+                openssl::symm::encrypt(cipher, &key, Some(&[0u8; 16]), &signer_key)
                     .is_ok_and(|out| bool::from(out.ct_eq(hash)))
             }
         }
@@ -236,6 +260,28 @@ pub fn firebase_form(
         STANDARD.encode(salt),
         STANDARD.encode(hash)
     )
+}
+
+/// `hash` with a Firebase signer key in the clear (`k=`) sealed under the master key (`ks=`), as
+/// an import keeps it; any other hash as it is.
+pub fn seal_signer_key(hash: &str, secrets: &Secrets) -> String {
+    let Some(rest) = hash.strip_prefix("$firebase-scrypt$") else {
+        return hash.to_owned();
+    };
+    let Some((params, tail)) = rest.split_once('$') else {
+        return hash.to_owned();
+    };
+    let params: Vec<String> = params
+        .split(',')
+        .map(|p| match p.strip_prefix("k=").map(|k| STANDARD.decode(k)) {
+            Some(Ok(key)) => format!(
+                "ks={}",
+                STANDARD.encode(secrets.seal(SIGNER_KEY_CONTEXT, &key))
+            ),
+            _ => p.to_owned(),
+        })
+        .collect();
+    format!("$firebase-scrypt${}${tail}", params.join(","))
 }
 
 /// The PHC form of a PBKDF2 hash whose parts another system keeps apart (Keycloak).
@@ -390,10 +436,13 @@ fn firebase(rest: &str) -> Option<Foreign<'static>> {
     Some(Foreign::Firebase {
         log_n: param("n")?.parse().ok()?,
         r: param("r")?.parse().ok()?,
-        signer_key: STANDARD
-            .decode(param("k")?)
-            .ok()
-            .filter(|k| !k.is_empty())?,
+        signer_key: match (param("k"), param("ks")) {
+            (Some(plain), None) => {
+                SignerKey::Plain(STANDARD.decode(plain).ok().filter(|k| !k.is_empty())?)
+            }
+            (None, Some(sealed)) => SignerKey::Sealed(STANDARD.decode(sealed).ok()?),
+            _ => return None,
+        },
         salt,
         hash: STANDARD.decode(hash).ok().filter(|h| !h.is_empty())?,
     })
@@ -463,8 +512,20 @@ mod tests {
             ),
         );
         let parsed = Foreign::parse(&stored).unwrap();
-        assert!(parsed.verify("user1password"));
-        assert!(!parsed.verify("user1password "));
+        assert!(parsed.verify("user1password", None));
+        assert!(!parsed.verify("user1password ", None));
+        // As an import keeps it: the signer key sealed, opened only with the same master key.
+        let secrets = Secrets::new(&crate::crypto::MasterKey::generate());
+        let sealed = seal_signer_key(&stored, &secrets);
+        assert!(
+            sealed.contains(",ks=") && !sealed.contains(",k="),
+            "{sealed}"
+        );
+        let parsed = Foreign::parse(&sealed).unwrap();
+        assert!(parsed.verify("user1password", Some(&secrets)));
+        assert!(!parsed.verify("user1password", None));
+        let other = Secrets::new(&crate::crypto::MasterKey::generate());
+        assert!(!parsed.verify("user1password", Some(&other)));
     }
 
     #[test]
@@ -498,8 +559,12 @@ mod tests {
         let inner = bcrypt::hash(hex, 4).unwrap();
         let stored = format!("bcrypt_sha256${inner}");
         let parsed = Foreign::parse(&stored).unwrap();
-        assert!(parsed.verify("correct horse"));
-        assert!(!parsed.verify("correct horsE"));
-        assert!(!Foreign::parse(&inner).unwrap().verify("correct horse"));
+        assert!(parsed.verify("correct horse", None));
+        assert!(!parsed.verify("correct horsE", None));
+        assert!(
+            !Foreign::parse(&inner)
+                .unwrap()
+                .verify("correct horse", None)
+        );
     }
 }

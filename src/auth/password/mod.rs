@@ -5,7 +5,7 @@ mod decoys;
 mod foreign;
 
 pub use decoys::{Decoys, ImportedKind};
-pub use foreign::{Digest as Pbkdf2Digest, firebase_form, pbkdf2_form};
+pub use foreign::{Digest as Pbkdf2Digest, firebase_form, pbkdf2_form, seal_signer_key};
 
 use std::collections::HashSet;
 use std::sync::{Arc, LazyLock};
@@ -17,6 +17,7 @@ use subtle::ConstantTimeEq as _;
 use tokio::sync::Semaphore;
 use tracing::Instrument as _;
 
+use crate::crypto::Secrets;
 use crate::error::{Error, PasswordProblem, Result};
 use crate::metrics::Metrics;
 
@@ -104,6 +105,8 @@ pub struct PasswordHasher {
     metrics: Arc<Metrics>,
     /// What unknown addresses are verified against while imported hashes remain.
     decoys: Arc<Decoys>,
+    /// Opens what an import sealed in a hash (Firebase's signer key).
+    secrets: Option<Arc<Secrets>>,
 }
 
 impl PasswordHasher {
@@ -158,6 +161,7 @@ impl PasswordHasher {
             registrations: Arc::new(Semaphore::new(cores)),
             metrics,
             decoys: Arc::new(Decoys::default()),
+            secrets: None,
         }
     }
 
@@ -220,6 +224,12 @@ impl PasswordHasher {
         self.hash(password).await
     }
 
+    /// The hasher, able to open what an import sealed under the master key.
+    pub fn with_secrets(mut self, secrets: Arc<Secrets>) -> Self {
+        self.secrets = Some(secrets);
+        self
+    }
+
     pub fn decoys(&self) -> &Decoys {
         &self.decoys
     }
@@ -252,12 +262,13 @@ impl PasswordHasher {
         // An empty hash is an account without a password: the same work as an unknown account,
         // and never a match (whatever is typed, an empty string included).
         let stored = stored.filter(|hash| !hash.is_empty());
+        let secrets = self.secrets.clone();
         self.run(move |memory| {
             let known = stored.is_some();
             let phc = stored.or(decoy).unwrap_or_else(|| DUMMY_HASH.to_owned());
             if let Some(foreign) = foreign::Foreign::parse(&phc) {
                 // An imported hash: always replaced by Argon2id once it has matched.
-                return match foreign.verify(password.expose_secret()) {
+                return match foreign.verify(password.expose_secret(), secrets.as_deref()) {
                     true if known => Verdict::Match { needs_rehash: true },
                     _ => Verdict::Mismatch,
                 };
