@@ -327,12 +327,7 @@ fn sha_crypt(s: &str) -> Option<Foreign<'_>> {
 
 /// `I$SALT$HASH`: the salt is used as its text, the hash is standard base64.
 fn django_pbkdf2(rest: &str, digest: Digest, label: &'static str) -> Option<Foreign<'static>> {
-    let mut parts = rest.split('$');
-    let (Some(iterations), Some(salt), Some(hash), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return None;
-    };
+    let (iterations, salt, hash) = three_fields(rest)?;
     Some(Foreign::Pbkdf2 {
         digest,
         iterations: iterations.parse().ok()?,
@@ -345,22 +340,13 @@ fn django_pbkdf2(rest: &str, digest: Digest, label: &'static str) -> Option<Fore
 /// `i=I,l=L$SALT$HASH` (PHC) or `I$SALT$HASH` (passlib): salt and hash in base64, passlib's with
 /// `.` for `+`, both without padding.
 fn modular_pbkdf2(rest: &str, digest: Digest, label: &'static str) -> Option<Foreign<'static>> {
-    let mut parts = rest.split('$');
-    let (Some(params), Some(salt), Some(hash), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return None;
-    };
+    let (params, salt, hash) = three_fields(rest)?;
     let iterations = match params.parse::<u32>() {
         Ok(n) => n,
-        Err(_) => params
-            .split(',')
-            .find_map(|p| p.strip_prefix("i="))?
-            .parse()
-            .ok()?,
+        Err(_) => param(params, "i")?.parse().ok()?,
     };
     let hash = adapted_base64(hash)?;
-    if let Some(length) = params.split(',').find_map(|p| p.strip_prefix("l=")) {
+    if let Some(length) = param(params, "l") {
         if length.parse::<usize>().ok()? != hash.len() {
             return None;
         }
@@ -376,17 +362,8 @@ fn modular_pbkdf2(rest: &str, digest: Digest, label: &'static str) -> Option<For
 
 /// `ln=N,r=R,p=P$SALT$HASH`.
 fn passlib_scrypt(rest: &str) -> Option<Foreign<'static>> {
-    let mut parts = rest.split('$');
-    let (Some(params), Some(salt), Some(hash), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return None;
-    };
-    let param = |name: &str| {
-        params
-            .split(',')
-            .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
-    };
+    let (params, salt, hash) = three_fields(rest)?;
+    let param = |name: &str| param(params, name);
     Some(Foreign::Scrypt {
         log_n: param("ln")?.parse().ok()?,
         r: param("r")?.parse().ok()?,
@@ -418,17 +395,8 @@ fn django_scrypt(rest: &str) -> Option<Foreign<'static>> {
 }
 
 fn firebase(rest: &str) -> Option<Foreign<'static>> {
-    let mut parts = rest.split('$');
-    let (Some(params), Some(salt), Some(hash), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
-        return None;
-    };
-    let param = |name: &str| {
-        params
-            .split(',')
-            .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
-    };
+    let (params, salt, hash) = three_fields(rest)?;
+    let param = |name: &str| param(params, name);
     let separator = STANDARD.decode(param("s")?).ok()?;
     let mut salt = STANDARD.decode(salt).ok()?;
     // The separator is only ever appended to the salt: keep them joined.
@@ -446,6 +414,22 @@ fn firebase(rest: &str) -> Option<Foreign<'static>> {
         salt,
         hash: STANDARD.decode(hash).ok().filter(|h| !h.is_empty())?,
     })
+}
+
+/// `A$B$C`, exactly three fields (parameters, salt, hash).
+fn three_fields(rest: &str) -> Option<(&str, &str, &str)> {
+    let mut parts = rest.split('$');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(a), Some(b), Some(c), None) => Some((a, b, c)),
+        _ => None,
+    }
+}
+
+/// `name=value` among comma-separated parameters.
+fn param<'p>(params: &'p str, name: &str) -> Option<&'p str> {
+    params
+        .split(',')
+        .find_map(|p| p.strip_prefix(name)?.strip_prefix('='))
 }
 
 /// Base64 with or without padding, with `.` for `+` as passlib writes it.
