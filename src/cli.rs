@@ -226,13 +226,31 @@ async fn execute(
         }
         Command::Migrate { dry_run: true } => migrate_dry_run(&settings).await,
         Command::Migrate { dry_run: false } => {
+            // What will run, counted first, so the answer says what was done.
+            let made = settings.sqlite_path().is_some_and(|p| !p.exists());
+            let pending = match made {
+                true => crate::store::MIGRATIONS.len(),
+                false => crate::services::connect_store(&settings)
+                    .await?
+                    .pending_migrations()
+                    .await?
+                    .len(),
+            };
             let store = open_store(&settings, Opening::Create).await?;
             // A new SQLite database gets its key file now, so that the commands after it (which
             // never make one) work before the first start.
             if settings.sqlite_path().is_some() {
                 master_key(&settings, &store, Opening::Create).await?;
             }
-            eprintln!("gatehouse: the database is up to date");
+            match (made, pending) {
+                (_, 0) => eprintln!("gatehouse: the database is up to date"),
+                (true, n) => eprintln!(
+                    "gatehouse: made the database and applied its {n} migrations; it is up to date"
+                ),
+                (false, n) => {
+                    eprintln!("gatehouse: applied {n} migration(s); the database is up to date")
+                }
+            }
             Ok(())
         }
         Command::Settings => Ok(()),

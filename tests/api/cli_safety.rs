@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
-use crate::helpers::{Backend, PASSWORD, both_backends, run, spawn_app};
+use crate::helpers::{Backend, PASSWORD, TestDatabase, both_backends, run, spawn_app};
 
 both_backends!(administration_commands_say_only_what_they_did);
 
@@ -202,6 +202,20 @@ async fn administration_commands_say_only_what_they_did(backend: Backend) {
             stdin,
         )
     };
+    // A new database: made, and every migration applied.
+    let fresh = TestDatabase::new(&Backend::Sqlite).await;
+    let made = run(
+        fresh.command().env_remove("GATEHOUSE_LOG").arg("migrate"),
+        None,
+    );
+    let said = stderr(&made);
+    // Its last line (before it, the warning that a new master key was made).
+    let last = said.lines().last().unwrap_or_default();
+    assert!(
+        last.starts_with("gatehouse: made the database and applied its ")
+            && last.ends_with(" migrations; it is up to date"),
+        "{said}"
+    );
     for _ in 0..2 {
         let migrate = quiet(&["migrate"], None);
         assert!(migrate.status.success());

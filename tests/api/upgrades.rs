@@ -69,6 +69,14 @@ async fn every_earlier_database_still_works_after_the_upgrade(backend: Backend) 
         );
         let now: i64 = db.scalar("SELECT COUNT(*) FROM _sqlx_migrations").await;
         assert_eq!(now, applied + listed.len() as i64, "{commit}: {listed:?}");
+        assert_eq!(
+            String::from_utf8_lossy(&migrated.stderr),
+            format!(
+                "gatehouse: applied {} migration(s); the database is up to date\n",
+                listed.len()
+            ),
+            "{commit}"
+        );
         assert_eq!(dry_run(&db, commit), Vec::<String>::new());
         // The settings the fixture was made with (scripts/upgrade_fixture.py): they go with the
         // database through an upgrade. The public URL is the tokens' issuer: a refresh token
