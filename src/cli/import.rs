@@ -130,7 +130,13 @@ pub async fn import(args: ImportArgs, settings: &Settings) -> anyhow::Result<()>
     let mut stopped = false;
     while let Ok(record) = arriving.recv_async().await {
         let mut reports = importer.take(record).await?;
-        if args.stop_on_error && importer.holds_refusal() {
+        // A refusal is either told at once (nobody before it waits) or waits with its batch.
+        let refused = |reports: &[Report]| {
+            reports
+                .iter()
+                .any(|r| matches!(r.outcome, Outcome::Refused(_)))
+        };
+        if args.stop_on_error && (refused(&reports) || importer.holds_refusal()) {
             reports.extend(importer.finish().await?);
             stopped = true;
         }

@@ -131,6 +131,8 @@ pub struct Importer {
     seen: HashMap<u64, u64>,
     keyed: std::collections::hash_map::RandomState,
     pending: Vec<(u64, String, std::result::Result<Checked, Outcome>)>,
+    /// The people among `pending` (the rest are refusals and skips, told in order with them).
+    pending_people: usize,
     pub summary: Summary,
 }
 
@@ -152,6 +154,7 @@ impl Importer {
             seen: HashMap::new(),
             keyed: std::collections::hash_map::RandomState::new(),
             pending: Vec::with_capacity(BATCH),
+            pending_people: 0,
             summary: Summary::default(),
         }
     }
@@ -170,13 +173,14 @@ impl Importer {
             Read::Skip(reason) => Err(Outcome::Skipped(reason)),
             Read::Bad(reason) => Err(Outcome::Refused(reason)),
         };
+        self.pending_people += usize::from(checked.is_ok());
         self.pending.push((record.number, record.place, checked));
-        if self.pending.iter().filter(|(_, _, c)| c.is_ok()).count() >= BATCH {
+        if self.pending_people >= BATCH {
             return self.flush().await;
         }
         // Refusals are told at once (only people wait for their batch), unless people before them
         // in the file still wait: the reports keep the file's order.
-        if self.pending.iter().all(|(_, _, c)| c.is_err()) {
+        if self.pending_people == 0 {
             return self.flush().await;
         }
         Ok(Vec::new())
@@ -196,6 +200,7 @@ impl Importer {
 
     async fn flush(&mut self) -> Result<Vec<Report>> {
         let pending = std::mem::take(&mut self.pending);
+        self.pending_people = 0;
         let people: Vec<&Checked> = pending
             .iter()
             .filter_map(|(_, _, c)| c.as_ref().ok())

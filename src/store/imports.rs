@@ -107,26 +107,29 @@ impl Store {
 const IMPORTED: &str = "password_hash <> '' AND password_hash NOT LIKE '$argon2%'";
 
 impl Store {
-    /// Accounts in all, those still holding an imported hash, and up to `samples` of those hashes
-    /// (`auth::password::Decoys`). Two counts over the accounts: seconds apart, not per request.
+    /// Accounts in all (0 when none holds an imported hash), those still holding an imported hash,
+    /// and up to `samples` of those hashes (`auth::password::Decoys`); minutes apart, not per
+    /// request.
     pub async fn imported_hashes(&self, samples: i64) -> Result<(u64, u64, Vec<String>)> {
         let count_imported = format!("SELECT COUNT(*) FROM users WHERE {IMPORTED}");
         let sample = format!("SELECT password_hash FROM users WHERE {IMPORTED} LIMIT $1");
         on_pool!(self, |pool| {
-            let total: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM users")
-                .fetch_one(&mut *pool)
-                .await?;
+            // From the partial index; the accounts in all are counted only when it holds any
+            // (with no import, the usual case, no instance scans every account).
             let imported: i64 = sqlx::query_scalar(&count_imported)
                 .fetch_one(&mut *pool)
                 .await?;
-            let hashes: Vec<String> = match imported {
-                0 => Vec::new(),
-                _ => {
+            let (total, hashes): (i64, Vec<String>) = match imported {
+                0 => (0, Vec::new()),
+                _ => (
+                    sqlx::query_scalar("SELECT COUNT(*) FROM users")
+                        .fetch_one(&mut *pool)
+                        .await?,
                     sqlx::query_scalar(&sample)
                         .bind(samples)
                         .fetch_all(&mut *pool)
-                        .await?
-                }
+                        .await?,
+                ),
             };
             let count = |n: i64| u64::try_from(n).unwrap_or_default();
             Ok((count(total), count(imported), hashes))

@@ -410,4 +410,26 @@ async fn bad_records_are_refused_one_by_one_and_the_rest_imported(backend: Backe
     assert!(!ok);
     assert!(stdout.contains("stopped at the first refusal"), "{stdout}");
     assert!(!stdout.contains("record 3"), "{stdout}");
+    // Also when the refused record is the first: nobody waits before it.
+    let first_bad = dir.path().join("first-bad.csv");
+    std::fs::write(
+        &first_bad,
+        "email,name\nnot an address,A\nb@example.com,B\n",
+    )
+    .unwrap();
+    let path = first_bad.to_str().unwrap();
+    let args = [
+        "import",
+        "--from",
+        "csv",
+        path,
+        "--stop-on-error",
+        "--dry-run",
+    ];
+    let output = app.cli(&args, None);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(!output.status.success());
+    assert!(stdout.contains("record 1 (line 2): refused"), "{stdout}");
+    assert!(stdout.contains("stopped at the first refusal"), "{stdout}");
+    assert!(!stdout.contains("record 2"), "{stdout}");
 }
