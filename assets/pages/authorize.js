@@ -1,6 +1,7 @@
 // The authorization page (docs/api.md §11): the server checked the request already. Signed in
 // here, the person's token asks POST /api/v1/oauth2/authorize where to go; it may answer that the
 // person must allow the client some scopes (the consent screen), or sign in (again) first.
+import { chosenOrg, showOrgs, showScopes } from "/assets/pages/consent.js";
 import { $, focus, gatehouse, onClick, showError } from "/assets/pages/ui.js";
 
 const query = new URLSearchParams(location.search);
@@ -89,17 +90,7 @@ async function showConsent(answer) {
   $("client-name").textContent = answer.client.name;
   $("redirect-host").textContent = answer.client.redirectHost;
   $("self-registered").hidden = !answer.client.selfRegistered;
-  const list = $("scopes");
-  // In the words the server gives: the OpenID scopes' and each business API's own.
-  const details = answer.scopeDetails ?? answer.scopes.map((scope) => ({ scope, description: scope }));
-  list.replaceChildren(
-    ...details.map(({ scope, description }) => {
-      const item = document.createElement("li");
-      item.textContent = description;
-      item.dataset.scope = scope;
-      return item;
-    }),
-  );
+  showScopes(answer);
   showOrgs(answer);
   const me = await gatehouse.request("GET", "/auth/me").catch(() => null);
   $("who").textContent = me ? me.email : "you";
@@ -108,28 +99,8 @@ async function showConsent(answer) {
   focus($("consent-title"));
 }
 
-/**
- * The organisation the client will act in (docs/api.md §13): the client's own when it is bound to
- * one, else one of the person's, or none (their own data).
- */
-function showOrgs(answer) {
-  const orgs = answer.organisations ?? [];
-  if (!orgs.length) return;
-  const select = $("org");
-  const options = orgs.map((org) => new Option(`${org.name} (${org.slug})`, org.id));
-  if (!answer.orgFixed) options.unshift(new Option("Only me: my own data", ""));
-  select.replaceChildren(...options);
-  select.value = answer.orgId ?? "";
-  select.disabled = answer.orgFixed;
-  $("org-hint").textContent = answer.orgFixed
-    ? "This application belongs to this organisation."
-    : "The application sees and changes what you share with the organisation you choose.";
-  $("org-choice").hidden = false;
-}
-
 async function decide(consent) {
-  const chosen = $("org-choice").hidden ? "" : $("org").value;
-  await follow(await ask(consent, consent && chosen ? chosen : undefined));
+  await follow(await ask(consent, consent ? chosenOrg() : undefined));
 }
 
 async function start() {

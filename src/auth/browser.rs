@@ -122,6 +122,7 @@ impl BrowserSessions {
             org: None,
             client: None,
             scopes: None,
+            actor: None,
         })
     }
 

@@ -91,7 +91,8 @@ impl Housekeeping {
         // 2FA challenges and passkey ceremonies: both are challenges a client did not answer.
         p.challenges = self.purge(Purge::ExpiredChallenges, now, longest).await?
             + self.purge(Purge::ExpiredCeremonies, now, longest).await?
-            + self.purge(Purge::ExpiredCodes, now, longest).await?;
+            + self.purge(Purge::ExpiredCodes, now, longest).await?
+            + self.purge(Purge::ExpiredDeviceCodes, now, longest).await?;
         p.throttles = self.purge(Purge::IdleThrottles, now, longest).await?;
         p.audit_events = (self.purge(Purge::OldAuditEvents, now - retention, longest)).await?;
         // Kept an hour past expiry: the per-account limits of mails count the last hour's tokens.

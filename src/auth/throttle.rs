@@ -14,6 +14,9 @@
 //! - API clients' wrong secrets at introspection (N = 300 failures per client IP), in memory. Only
 //!   failures count, and only per address: a guarded service introspects on every request, and an
 //!   attacker guessing a client's 256-bit secret from elsewhere must not be able to lock it out.
+//! - Device authorizations (RFC 8628): starts per client IP (a burst of 30, then one every 2 s)
+//!   and for the instance, in memory; wrong user codes on the device page per client IP (ten,
+//!   then one every 30 s), in memory, and per account in the database as wrong passwords are.
 //! - Registration: per client IP (a burst of 10, then one a minute) and for the whole instance (a
 //!   burst of 50, then 5 a second), in memory.
 //!
@@ -55,6 +58,9 @@ pub struct Throttle {
     document_fetches: Gcra<()>,
     federation_starts_by_address: Gcra<IpAddr>,
     federation_starts: Gcra<()>,
+    device_starts_by_address: Gcra<IpAddr>,
+    device_starts: Gcra<()>,
+    device_guesses: Gcra<IpAddr>,
 }
 
 /// A slot of an account's allowance, taken before a check; given back when the check passed.
@@ -100,6 +106,9 @@ impl Throttle {
             document_fetches: Gcra::new(100, Duration::from_millis(200), 1),
             federation_starts_by_address: Gcra::new(30, Duration::from_secs(2), MAX_ADDRESSES),
             federation_starts: Gcra::new(500, Duration::from_millis(20), 1),
+            device_starts_by_address: Gcra::new(30, Duration::from_secs(2), MAX_ADDRESSES),
+            device_starts: Gcra::new(500, Duration::from_millis(20), 1),
+            device_guesses: Gcra::new(10, Duration::from_secs(30), MAX_ADDRESSES),
         }
     }
 
@@ -183,6 +192,41 @@ impl Throttle {
         self.federation_starts.take((), now)
     }
 
+    /// Counts the start of a device authorization (RFC 8628) from `ip` (a burst of 30, then one
+    /// every 2 s per address; 500, then fifty a second, for the instance): each writes a row that
+    /// lives 10 minutes.
+    pub fn device_start_from(&self, ip: Option<IpAddr>) -> Result<()> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let now = self.clock.now_ms();
+        if let Some(ip) = ip {
+            self.device_starts_by_address.take(address_key(ip), now)?;
+        }
+        self.device_starts.take((), now)
+    }
+
+    /// `RATE_LIMITED` while `ip` has no allowance left for wrong user codes on the device page
+    /// (ten in a row, then one every 30 s).
+    pub fn device_guess_check(&self, ip: Option<IpAddr>) -> Result<()> {
+        match ip.filter(|_| self.enabled) {
+            Some(ip) => self
+                .device_guesses
+                .check(address_key(ip), self.clock.now_ms()),
+            None => Ok(()),
+        }
+    }
+
+    /// Counts a wrong user code from `ip`.
+    pub fn device_guess_missed(&self, ip: Option<IpAddr>) {
+        if let Some(ip) = ip.filter(|_| self.enabled) {
+            // Already over: the guess is refused either way.
+            let _ = self
+                .device_guesses
+                .take(address_key(ip), self.clock.now_ms());
+        }
+    }
+
     /// Runs `check` (a password or code check for the account `email_normalized`) within the
     /// account's allowance of failures: a slot is taken before it runs, so racing requests cannot
     /// exceed the allowance, and `RATE_LIMITED` comes back without running it when none is left.
@@ -239,6 +283,8 @@ impl Throttle {
         self.addresses.forget_idle(now);
         self.registrations_by_address.forget_idle(now);
         self.client_failures.forget_idle(now);
+        self.device_starts_by_address.forget_idle(now);
+        self.device_guesses.forget_idle(now);
     }
 }
 

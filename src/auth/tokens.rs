@@ -61,6 +61,18 @@ pub struct AccessClaims {
     /// The scopes granted to that client, space-separated; absent with `client_id`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// Who acts for `sub` (RFC 8693 §4.1): the client that exchanged a token of theirs for this
+    /// one, nested when that token named an actor already; absent for a token not exchanged.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<Act>,
+}
+
+/// RFC 8693 §4.1's `act`: the actor, and the actor before it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Act {
+    pub sub: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub act: Option<Box<Act>>,
 }
 
 /// What an `id_token_hint` names: the person, the client session and the client.
@@ -117,6 +129,9 @@ pub struct Verified {
     /// Its `aud` is one of `GATEHOUSE_OAUTH_RESOURCES` rather than `GATEHOUSE_AUDIENCE`: a token
     /// for another resource server (RFC 8707), which forward-auth does not pass.
     pub for_resource: bool,
+    /// The client acting for the person (its `act`'s `sub`, RFC 8693); `None` for a token not
+    /// exchanged.
+    pub actor: Option<Arc<str>>,
     /// The key set it was verified with: once the set changes (a key retired for good, or
     /// revoked), the token is verified again.
     generation: u64,
@@ -298,6 +313,7 @@ impl Tokens {
                 org_roles: org.map(|m| m.roles.clone()).unwrap_or_default(),
                 client_id: None,
                 scope: None,
+                act: None,
             },
         )
     }
@@ -358,6 +374,7 @@ impl Tokens {
             client: claims.client_id.as_deref().map(Arc::from),
             scopes: claims.scope.as_deref().map(ApiScopes::parse),
             for_resource: claims.aud != self.audience,
+            actor: claims.act.as_ref().map(|a| Arc::from(a.sub.as_str())),
             generation,
         };
         let mut cache = self.verified.write().unwrap_or_else(|e| e.into_inner());

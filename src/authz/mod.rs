@@ -255,6 +255,7 @@ mod tests {
             org: None,
             client: None,
             scopes: None,
+            actor: None,
         }
     }
 

@@ -70,8 +70,10 @@ pub struct ClientAdd {
     /// A post-logout redirect URI (repeatable), by the same rules
     #[arg(long = "post-logout-redirect-uri", value_name = "U")]
     post_logout_redirect_uris: Vec<String>,
-    /// A grant (repeatable): authorization_code, refresh_token, client_credentials [default:
-    /// authorization_code and refresh_token]
+    /// A grant (repeatable): authorization_code, refresh_token, client_credentials,
+    /// urn:ietf:params:oauth:grant-type:device_code (command-line tools),
+    /// urn:ietf:params:oauth:grant-type:token-exchange (agents) [default: authorization_code and
+    /// refresh_token]
     #[arg(long = "grant", value_name = "G")]
     grants: Vec<String>,
     /// A scope (repeatable, or several space-separated) [default: openid profile email

@@ -124,6 +124,7 @@ impl Guard {
             org,
             client: verified.client.as_deref().map(str::to_owned),
             scopes: verified.scopes.clone(),
+            actor: verified.actor.as_deref().map(str::to_owned),
         }))
     }
 
@@ -209,6 +210,7 @@ impl Guard {
             org,
             client: claims.client_id.clone(),
             scopes: claims.scope.as_deref().map(ApiScopes::parse),
+            actor: claims.act.as_ref().map(|a| a.sub.clone()),
         };
         Ok(Some(Introspection::Token {
             claims: Box::new(claims),

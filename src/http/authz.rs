@@ -395,6 +395,13 @@ fn allowed(holder: &Holder) -> Response {
     // own sign-in and a session cookie.
     let client = holder.client().unwrap_or_default();
     headers.insert("remote-client", header_text(&client));
+    // The client acting for the person with a token it exchanged for theirs (RFC 8693 `act`,
+    // docs/api.md §11); empty for any other token.
+    let actor = match holder {
+        Holder::Person(who) => who.actor.clone().unwrap_or_default(),
+        _ => String::new(),
+    };
+    headers.insert("remote-actor", header_text(&actor));
     // The personal API key (docs/api.md §12); empty for anything else, and sent all the same:
     // Caddy's `copy_headers` passes a header the answer lacks on as its placeholder text
     // (`{http.reverse_proxy.header.Remote-Key}`).

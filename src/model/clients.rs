@@ -41,14 +41,20 @@ pub enum GrantType {
     AuthorizationCode,
     RefreshToken,
     ClientCredentials,
+    /// RFC 8628: `urn:ietf:params:oauth:grant-type:device_code`.
+    DeviceCode,
+    /// RFC 8693: `urn:ietf:params:oauth:grant-type:token-exchange` (confidential clients only).
+    TokenExchange,
 }
 
 impl GrantType {
     /// Every grant, in the order discovery lists them.
-    pub const ALL: [GrantType; 3] = [
+    pub const ALL: [GrantType; 5] = [
         GrantType::AuthorizationCode,
         GrantType::RefreshToken,
         GrantType::ClientCredentials,
+        GrantType::DeviceCode,
+        GrantType::TokenExchange,
     ];
 
     /// A client registered without grants has these (docs/api.md §11).
@@ -59,6 +65,8 @@ impl GrantType {
             GrantType::AuthorizationCode => "authorization_code",
             GrantType::RefreshToken => "refresh_token",
             GrantType::ClientCredentials => "client_credentials",
+            GrantType::DeviceCode => "urn:ietf:params:oauth:grant-type:device_code",
+            GrantType::TokenExchange => "urn:ietf:params:oauth:grant-type:token-exchange",
         }
     }
 

@@ -1,4 +1,5 @@
-//! What the OpenID provider's flows keep (docs/api.md §11): authorization codes and consents.
+//! What the OpenID provider's flows keep (docs/api.md §11): authorization codes, consents and
+//! device authorizations.
 
 use uuid::Uuid;
 
@@ -45,4 +46,73 @@ pub enum Redemption {
     },
     /// Unknown or expired.
     Unknown,
+}
+
+/// A device authorization (RFC 8628) waiting for the person: what the client asked for.
+#[derive(Debug, Clone)]
+pub struct DeviceRequest {
+    pub client_id: Uuid,
+    pub scope: Vec<String>,
+    /// The RFC 8707 resource asked for, if any.
+    pub audience: Option<String>,
+    pub created_at: i64,
+    pub expires_at: i64,
+    /// The least time between two polls (ms).
+    pub interval_ms: i64,
+}
+
+/// The person's answer on the device page.
+#[derive(Debug, Clone)]
+pub enum DeviceDecision {
+    /// Allowed, by the person's own session `parent_id` (how it signed in, and when), acting in
+    /// `org_id`.
+    Approved {
+        user_id: Uuid,
+        parent_id: Uuid,
+        amr: Vec<String>,
+        auth_time: i64,
+        org_id: Option<Uuid>,
+    },
+    Denied,
+}
+
+/// Where a device authorization stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceStatus {
+    Pending,
+    Approved,
+    Denied,
+}
+
+impl DeviceStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceStatus::Pending => "pending",
+            DeviceStatus::Approved => "approved",
+            DeviceStatus::Denied => "denied",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<DeviceStatus> {
+        [
+            DeviceStatus::Pending,
+            DeviceStatus::Approved,
+            DeviceStatus::Denied,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == text)
+    }
+}
+
+/// What a client's poll found (RFC 8628 §3.4), the poll counted.
+#[derive(Debug, Clone)]
+pub struct DevicePoll {
+    pub status: DeviceStatus,
+    /// The poll came before the interval had passed since the one before (the interval has grown
+    /// by 5 s for it).
+    pub early: bool,
+    pub expires_at: i64,
+    /// Collected already: when, and the session its collection began.
+    pub used: Option<(i64, Option<Uuid>)>,
+    pub user_id: Option<Uuid>,
 }

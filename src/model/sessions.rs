@@ -113,6 +113,9 @@ pub struct Identity {
     /// What that client's token may do (its `scope`); `None`: the person's own sign-in, not
     /// limited.
     pub scopes: Option<ApiScopes>,
+    /// The client that acts for the person with a token exchanged for theirs (RFC 8693 `act`);
+    /// `None` for any other token.
+    pub actor: Option<String>,
 }
 
 /// The caller of a bearer call, from a verified access token of a live session.

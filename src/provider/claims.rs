@@ -123,6 +123,7 @@ impl Provider {
             org_roles: org.map(|m| m.roles.clone()).unwrap_or_default(),
             client_id: Some(client_id.to_owned()),
             scope: Some(scopes::join(scope)),
+            act: None,
         })
     }
 
@@ -152,6 +153,7 @@ impl Provider {
             org_roles: Vec::new(),
             client_id: Some(client.id.to_string()),
             scope: Some(scopes::join(scope)),
+            act: None,
         })
     }
 

@@ -39,13 +39,29 @@ impl Provider {
         let session_id = Uuid::now_v7();
         let code = self.redeem(client, code, session_id).await?;
         self.issued_for(client, request, redirect_uri, &code)?;
-        let user = self.sign_in_still_live(&code).await?;
-        let org = self.organisation_still_held(&code, &user).await?;
+        let parent = Some(code.parent_id);
+        self.collect(client, &code, from, session_id, parent).await
+    }
+
+    /// The tokens of a redeemed authorization (a code, or a device's approval), once the checks
+    /// that follow every redemption pass: the sign-in behind it still live, its organisation
+    /// still the person's, its scopes still the client's. Then the client's session
+    /// `session_id`, a child of `parent`.
+    pub(super) async fn collect(
+        &self,
+        client: &Client,
+        code: &AuthorizationCode,
+        from: &ClientInfo,
+        session_id: Uuid,
+        parent: Option<Uuid>,
+    ) -> Outcome<TokenAnswer> {
+        let user = self.sign_in_still_live(code).await?;
+        let org = self.organisation_still_held(code, &user).await?;
         // As at refresh: what the operator took from the client since the authorization is not
         // issued.
         let scope = still_allowed(client, code.scope.clone())?;
         let opened = self
-            .open_client_session(client, &user, &code, &scope, from, session_id)
+            .open_client_session(client, &user, code, &scope, from, session_id, parent)
             .await?;
         self.answer(
             client,
@@ -80,16 +96,25 @@ impl Provider {
             Redemption::Replayed {
                 session_id,
                 user_id,
-            } => {
-                if let Some(session) = session_id {
-                    self.core
-                        .end_session(user_id, session, EndReason::CodeReplayed)
-                        .await?;
-                }
-                tracing::warn!(client = %client.id, "authorization code used twice: its session ended");
-                Err(invalid_grant("the code was used already"))
-            }
+            } => Err(self.replayed(client, session_id, user_id).await?),
         }
+    }
+
+    /// A code (or device code) used twice: the session its first use began is ended, and the
+    /// refusal to answer.
+    pub(super) async fn replayed(
+        &self,
+        client: &Client,
+        session_id: Option<Uuid>,
+        user_id: Uuid,
+    ) -> std::result::Result<super::OAuthFailure, Error> {
+        if let Some(session) = session_id {
+            self.core
+                .end_session(user_id, session, EndReason::CodeReplayed)
+                .await?;
+        }
+        tracing::warn!(client = %client.id, "a code was used twice: its session ended");
+        Ok(invalid_grant("the code was used already"))
     }
 
     /// The request asks for what the code was issued for: the same client, resource (RFC 8707)
@@ -162,8 +187,10 @@ impl Provider {
         }
     }
 
-    /// The client's own session for the code (a child of the person's), living as long as its
-    /// refresh token with `offline_access`, else as long as its one access token.
+    /// The client's own session for the code, a child of `parent` (the person's session, for a
+    /// browser's code; none for a device's), living as long as its refresh token with
+    /// `offline_access`, else as long as its one access token.
+    #[allow(clippy::too_many_arguments)]
     async fn open_client_session(
         &self,
         client: &Client,
@@ -172,6 +199,7 @@ impl Provider {
         scope: &[String],
         from: &ClientInfo,
         session_id: Uuid,
+        parent: Option<Uuid>,
     ) -> Outcome<Opened> {
         let now = self.core.clock.now_ms();
         let offline = scope.iter().any(|s| s == scopes::OFFLINE_ACCESS);
@@ -190,7 +218,7 @@ impl Provider {
         let grant = ClientGrant {
             client_id: client.id,
             scope: scope.to_vec(),
-            parent_id: Some(code.parent_id),
+            parent_id: parent,
             auth_time: code.auth_time,
             audience: code.audience.clone(),
         };

@@ -47,6 +47,12 @@ pub enum OAuthError {
     InvalidClientMetadata,
     /// Gatehouse's own, with `Retry-After`: too many attempts from one address.
     RateLimited,
+    /// RFC 8628 §3.5: the person has not answered the device's request yet.
+    AuthorizationPending,
+    /// RFC 8628 §3.5: polled sooner than the interval; it grows by 5 s.
+    SlowDown,
+    /// RFC 8628 §3.5: the device code expired.
+    ExpiredToken,
 }
 
 impl OAuthError {
@@ -71,6 +77,9 @@ impl OAuthError {
             OAuthError::InvalidRedirectUri => "invalid_redirect_uri",
             OAuthError::InvalidClientMetadata => "invalid_client_metadata",
             OAuthError::RateLimited => "rate_limited",
+            OAuthError::AuthorizationPending => "authorization_pending",
+            OAuthError::SlowDown => "slow_down",
+            OAuthError::ExpiredToken => "expired_token",
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The token endpoint's grants (docs/api.md §11, RFC 6749 §4.1.3, §6, §4.4): which grant a request
 //! asks for, the refresh of a client's session by §2's rotation, a client's token for itself, and
-//! the tokens every grant answers with. The code exchange is `code_exchange`.
+//! the tokens every grant answers with. The code exchange is `code_exchange`, the device code's
+//! collection `device`, the token exchange `exchange`.
 
 use super::{OAuthError, OAuthFailure, Provider, scopes};
 use crate::error::Error;
@@ -19,6 +20,13 @@ pub struct TokenRequest {
     pub refresh_token: Option<String>,
     pub scope: Option<String>,
     pub resource: Option<String>,
+    /// RFC 8628 §3.4.
+    pub device_code: Option<String>,
+    /// RFC 8693 §2.1.
+    pub subject_token: Option<String>,
+    pub subject_token_type: Option<String>,
+    pub actor_token: Option<String>,
+    pub requested_token_type: Option<String>,
 }
 
 /// RFC 6749 §5.1.
@@ -29,6 +37,8 @@ pub struct TokenAnswer {
     pub scope: String,
     pub id_token: Option<String>,
     pub refresh_token: Option<String>,
+    /// RFC 8693 §2.2.1: with a token exchange.
+    pub issued_token_type: Option<&'static str>,
 }
 
 pub(super) fn invalid_grant(description: &str) -> OAuthFailure {
@@ -84,19 +94,17 @@ impl Provider {
         from: &ClientInfo,
     ) -> Outcome<TokenAnswer> {
         let grant = required(&request.grant_type, "grant_type")?;
-        let grant = match grant {
-            "authorization_code" => GrantType::AuthorizationCode,
-            "refresh_token" => GrantType::RefreshToken,
-            "client_credentials" => GrantType::ClientCredentials,
-            other => {
-                return Err(OAuthFailure::refused(
-                    OAuthError::UnsupportedGrantType,
-                    format!("grant_type {other:?} is not supported"),
-                ));
-            }
+        let Some(grant) = GrantType::parse(grant) else {
+            return Err(OAuthFailure::refused(
+                OAuthError::UnsupportedGrantType,
+                format!("grant_type {grant:?} is not supported"),
+            ));
         };
-        if !client.has_grant(grant) || (grant == GrantType::ClientCredentials && client.is_public())
-        {
+        let needs_secret = matches!(
+            grant,
+            GrantType::ClientCredentials | GrantType::TokenExchange
+        );
+        if !client.has_grant(grant) || (needs_secret && client.is_public()) {
             return Err(OAuthFailure::refused(
                 OAuthError::UnauthorizedClient,
                 "the client may not use this grant",
@@ -113,6 +121,8 @@ impl Provider {
             GrantType::AuthorizationCode => self.exchange_code(client, request, from).await,
             GrantType::RefreshToken => self.refresh(client, request, from).await,
             GrantType::ClientCredentials => self.client_credentials(client, request),
+            GrantType::DeviceCode => self.device_grant(client, request, from).await,
+            GrantType::TokenExchange => self.exchange_token(client, request, from).await,
         }
     }
 
@@ -220,6 +230,7 @@ impl Provider {
             scope: scopes::join(&scope),
             id_token: None,
             refresh_token: None,
+            issued_token_type: None,
         })
     }
 
@@ -264,6 +275,7 @@ impl Provider {
             scope: scopes::join(scope),
             id_token,
             refresh_token,
+            issued_token_type: None,
         })
     }
 }

@@ -26,6 +26,7 @@ pub mod consents;
 pub mod contacts;
 pub mod cookies;
 mod credentials;
+pub mod device_codes;
 pub mod federation;
 pub mod imports;
 pub mod keys;

@@ -48,6 +48,9 @@ pub enum Purge {
     /// Authorization codes expired before the cut-off (a used one is kept until then, so that its
     /// replay is recognised).
     ExpiredCodes,
+    /// Device authorizations (RFC 8628) expired before the cut-off, collected or not (a collected
+    /// one is kept until then, so that a second collection is recognised).
+    ExpiredDeviceCodes,
     /// Organisation invitations expired before the cut-off.
     ExpiredOrgInvitations,
     /// Client registration tokens (RFC 7591 initial access tokens) expired before the cut-off,
@@ -64,7 +67,7 @@ pub enum Purge {
 
 impl Purge {
     /// The batch statement, for SQLite and for PostgreSQL: `$1` the cut-off, `$2` the most rows to
-    /// delete. Each subquery filters on an indexed column (migrations 0001, 0003, 0005, 0022, 0023 and 0024), so a
+    /// delete. Each subquery filters on an indexed column (migrations 0001, 0003, 0005, 0022, 0023, 0024 and 0027), so a
     /// batch starts at the oldest rows instead of scanning past the ones it keeps.
     pub(super) const fn sql(self) -> (&'static str, &'static str) {
         match self {
@@ -77,6 +80,7 @@ impl Purge {
             Purge::ExpiredCeremonies => PURGE_EXPIRED_CEREMONIES,
             Purge::ExpiredMailTokens => PURGE_EXPIRED_MAIL_TOKENS,
             Purge::ExpiredCodes => PURGE_EXPIRED_CODES,
+            Purge::ExpiredDeviceCodes => PURGE_EXPIRED_DEVICE_CODES,
             Purge::ExpiredOrgInvitations => PURGE_EXPIRED_ORG_INVITATIONS,
             Purge::ExpiredRegistrationTokens => PURGE_EXPIRED_REGISTRATION_TOKENS,
             Purge::ExpiredFederationFlows => PURGE_EXPIRED_FEDERATION_FLOWS,
@@ -139,6 +143,8 @@ pub(super) const PURGE_EXPIRED_CEREMONIES: Texts =
 pub(super) const PURGE_EXPIRED_MAIL_TOKENS: Texts =
     purge_sql!("mail_tokens", "token_hash", "expires_at");
 pub(super) const PURGE_EXPIRED_CODES: Texts = purge_sql!("oauth_codes", "code_hash", "expires_at");
+pub(super) const PURGE_EXPIRED_DEVICE_CODES: Texts =
+    purge_sql!("device_authorizations", "device_hash", "expires_at");
 pub(super) const PURGE_EXPIRED_ORG_INVITATIONS: Texts =
     purge_sql!("org_invitations", "id", "expires_at");
 pub(super) const PURGE_EXPIRED_REGISTRATION_TOKENS: Texts =

@@ -37,6 +37,7 @@ both_backends!(
     the_client_library_passes_its_tests,
     the_docs_page_works_under_its_csp,
     the_authorization_page_signs_in_asks_consent_and_returns_a_code,
+    the_device_page_connects_a_command_line_tool,
 );
 
 pub(crate) const BROWSER_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/browser");
@@ -595,6 +596,39 @@ async fn the_authorization_page_signs_in_asks_consent_and_returns_a_code(backend
             ("GATEHOUSE_CLIENT_FIRST", first),
             ("GATEHOUSE_ORG_ID", org),
         ],
+    )
+    .await;
+}
+
+/// The device page at phone width (tests/browser/device.mjs): a command-line tool's link signs
+/// the person in and back, a mistyped code is said to be wrong, the right one names the tool and
+/// what it asks, and "Allow" gives the tool its tokens at its next poll.
+async fn the_device_page_connects_a_command_line_tool(backend: Backend) {
+    if !browser_ready() {
+        return;
+    }
+    let site = site(backend, SettingsArgs::default()).await;
+    let tool = crate::oauth_helpers::add_client(
+        &site.app,
+        "Acme CLI",
+        &[
+            "--public",
+            "--grant",
+            "urn:ietf:params:oauth:grant-type:device_code",
+            "--grant",
+            "refresh_token",
+            "--scope",
+            "openid",
+            "--scope",
+            "offline_access",
+        ],
+    );
+    site.app.create_user("ada@example.com", PASSWORD).await;
+    scenario(
+        &site,
+        "device",
+        "ada@example.com",
+        &[("GATEHOUSE_DEVICE_CLIENT", tool.id)],
     )
     .await;
 }

@@ -88,6 +88,9 @@ const FORGED: &[&str] = &[
     "Remote-Client: 0190a000-0000-7000-8000-000000000001",
     "Remote_Client: 0190a000-0000-7000-8000-000000000001",
     "REMOTE-CLIENT: 0190a000-0000-7000-8000-000000000001",
+    "Remote-Actor: 0190a000-0000-7000-8000-000000000001",
+    "Remote_Actor: 0190a000-0000-7000-8000-000000000001",
+    "REMOTE-ACTOR: 0190a000-0000-7000-8000-000000000001",
     "Remote-Key: 0190a000-0000-7000-8000-000000000002",
     "remote_key: 0190a000-0000-7000-8000-000000000002",
 ];
@@ -180,12 +183,14 @@ async fn passes_on_only_what_gatehouse_judged(kind: Kind, backend: Backend) {
             "{what}"
         );
         let mut remote = upstream.last().remote;
-        // Empty (or, with nginx, dropped): no roles, no active organisation, no client, no key.
+        // Empty (or, with nginx, dropped): no roles, no active organisation, no client, no
+        // actor, no key.
         for empty in [
             "remote-groups",
             "remote-org",
             "remote-org-roles",
             "remote-client",
+            "remote-actor",
             "remote-key",
         ] {
             let values = remote.remove(empty).unwrap_or_default();

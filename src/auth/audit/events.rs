@@ -60,6 +60,8 @@ pub enum AdminRead {
     Clients,
     /// A person's API keys.
     ApiKeys,
+    /// What acts for a person (docs/api.md §11).
+    ConnectedApps,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -265,6 +267,28 @@ pub enum AuditEvent {
     IdentityUnlinked {
         provider: String,
     },
+    /// The person allowed a device's request (RFC 8628) on the device page.
+    DeviceApproved {
+        client: Uuid,
+    },
+    /// The person denied a device's request.
+    DeviceDenied {
+        client: Uuid,
+    },
+    /// A client exchanged a person's token for one that names it as their actor (RFC 8693);
+    /// `depth`: the actors the new token names.
+    TokenExchanged {
+        client: Uuid,
+        audience: String,
+        depth: usize,
+    },
+    /// A connected application ended: its consent withdrawn and its sessions ended, by the person
+    /// or an admin.
+    AppDisconnected {
+        client: Uuid,
+        by: Actor,
+        sessions_ended: u64,
+    },
     /// Something that happened in an organisation (its id is the event's `org_id`).
     Org {
         org: Uuid,
@@ -338,6 +362,10 @@ impl AuditEvent {
             PasswordRehashed { .. } => "password.rehashed",
             IdentityLinked { .. } => "identity.linked",
             IdentityUnlinked { .. } => "identity.unlinked",
+            DeviceApproved { .. } => "oauth.device_approved",
+            DeviceDenied { .. } => "oauth.device_denied",
+            AppDisconnected { .. } => "client.disconnected",
+            TokenExchanged { .. } => "oauth.token_exchanged",
             Org { what, .. } => what.name(),
         }
     }
@@ -387,6 +415,7 @@ impl AuditEvent {
                 self::AdminRead::Orgs => "orgs",
                 self::AdminRead::Clients => "clients",
                 self::AdminRead::ApiKeys => "api_keys",
+                self::AdminRead::ConnectedApps => "connected_apps",
             }
             .into(),
             KeyRotated { kids } => {
@@ -419,6 +448,20 @@ impl AuditEvent {
                 crate::clock::rfc3339(*previous_until)
             ),
             ClientRegistered { client, origin } => format!("client={client} origin={origin}"),
+            DeviceApproved { client } | DeviceDenied { client } => format!("client={client}"),
+            TokenExchanged {
+                client,
+                audience,
+                depth,
+            } => format!("client={client} aud={audience} actors={depth}"),
+            AppDisconnected {
+                client,
+                by,
+                sessions_ended,
+            } => format!(
+                "client={client} via={} sessions_ended={sessions_ended}",
+                by.via()
+            ),
             RegistrationTokenIssued { by } => format!("via={}", by.via()),
             PasskeyAdded { passkey } | PasskeyRemoved { passkey } => format!("passkey={passkey}"),
             ApiKeyCreated { key } | ApiKeyNewAddress { key } => format!("key={key}"),

@@ -16,6 +16,7 @@ use crate::model::{ClientInfo, Principal};
 mod api_keys;
 mod audit;
 mod clients;
+mod connected_apps;
 mod orgs;
 mod registration_tokens;
 mod resources;
@@ -30,6 +31,7 @@ pub fn router() -> OpenApiRouter<AppState> {
     OpenApiRouter::new()
         .merge(users::router())
         .merge(api_keys::router())
+        .merge(connected_apps::router())
         .merge(audit::router())
         .merge(orgs::router())
         .merge(clients::router())

@@ -11,6 +11,7 @@ use crate::error::{Result, Validator};
 mod account;
 pub mod api_keys;
 mod browser;
+pub(crate) mod connected_apps;
 mod consents;
 pub(crate) mod identities;
 mod login;
@@ -26,6 +27,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(login::router())
         .merge(sessions::router())
         .merge(consents::router())
+        .merge(connected_apps::router())
         .merge(browser::router())
         .merge(account::router())
         .merge(reauth::router())

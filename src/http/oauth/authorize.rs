@@ -61,7 +61,7 @@ struct AuthorizeBody {
 /// An organisation the person may authorize the client in.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct OrgView {
+pub(super) struct OrgView {
     id: Uuid,
     #[schema(example = "Acme")]
     name: String,
@@ -89,7 +89,7 @@ struct ClientView {
 /// A scope the consent screen asks about, in words.
 #[derive(Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-struct ScopeView {
+pub(super) struct ScopeView {
     #[schema(example = "orders:read")]
     scope: String,
     /// The OpenID scopes' sentence, or what the business API declares (docs/guide/resources.md).
@@ -98,6 +98,30 @@ struct ScopeView {
     /// The business API the scope is of; `null` for an OpenID scope.
     #[schema(example = "Orders API")]
     resource: Option<String>,
+}
+
+impl From<crate::model::orgs::Org> for OrgView {
+    fn from(o: crate::model::orgs::Org) -> Self {
+        OrgView {
+            id: o.id,
+            name: o.name,
+            slug: o.slug,
+        }
+    }
+}
+
+impl ScopeView {
+    /// `scopes` in the words of the consent screen, in their order.
+    pub(super) fn all(catalog: &crate::model::Catalog, scopes: &[String]) -> Vec<ScopeView> {
+        scopes
+            .iter()
+            .map(|s| ScopeView {
+                scope: s.clone(),
+                description: catalog.describe(s).unwrap_or(s).to_owned(),
+                resource: catalog.resource_of(s).map(|r| r.name.clone()),
+            })
+            .collect()
+    }
 }
 
 /// One of three answers.
@@ -209,26 +233,9 @@ async fn authorize(
                     .and_then(|u| u.host_str().map(str::to_owned))
                     .unwrap_or_default(),
             },
-            scope_details: {
-                let catalog = state.auth.resources.catalog();
-                (scopes.iter())
-                    .map(|s| ScopeView {
-                        scope: s.clone(),
-                        description: catalog.describe(s).unwrap_or(s).to_owned(),
-                        resource: catalog.resource_of(s).map(|r| r.name.clone()),
-                    })
-                    .collect()
-            },
+            scope_details: ScopeView::all(&state.auth.resources.catalog(), &scopes),
             scopes,
-            organisations: orgs
-                .orgs
-                .into_iter()
-                .map(|o| OrgView {
-                    id: o.id,
-                    name: o.name,
-                    slug: o.slug,
-                })
-                .collect(),
+            organisations: orgs.orgs.into_iter().map(OrgView::from).collect(),
             org_id: orgs.chosen,
             org_fixed: orgs.fixed,
         },

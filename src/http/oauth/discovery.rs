@@ -70,6 +70,9 @@ struct ProviderMetadata {
     introspection_endpoint: String,
     #[schema(example = "https://login.example.com/oauth2/end-session")]
     end_session_endpoint: String,
+    /// RFC 8628.
+    #[schema(example = "https://login.example.com/oauth2/device_authorization")]
+    device_authorization_endpoint: String,
     /// The OpenID scopes and every business API's (docs/guide/resources.md).
     #[schema(example = json!(["openid", "profile", "email", "offline_access", "roles", "contacts:read", "contacts:write"]))]
     scopes_supported: Vec<String>,
@@ -77,7 +80,7 @@ struct ProviderMetadata {
     response_types_supported: [&'static str; 1],
     #[schema(example = json!(["query"]))]
     response_modes_supported: [&'static str; 1],
-    #[schema(example = json!(["authorization_code", "refresh_token", "client_credentials"]))]
+    #[schema(example = json!(["authorization_code", "refresh_token", "client_credentials", "urn:ietf:params:oauth:grant-type:device_code"]))]
     grant_types_supported: Vec<&'static str>,
     #[schema(example = json!(["S256"]))]
     code_challenge_methods_supported: [&'static str; 1],
@@ -125,6 +128,7 @@ impl ProviderMetadata {
             revocation_endpoint: at("/oauth2/revoke"),
             introspection_endpoint: at("/oauth2/introspect"),
             end_session_endpoint: at("/oauth2/end-session"),
+            device_authorization_endpoint: at("/oauth2/device_authorization"),
             scopes_supported: (state.auth.resources.catalog().all().iter())
                 .map(|s| (*s).to_owned())
                 .collect(),

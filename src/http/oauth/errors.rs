@@ -43,7 +43,10 @@ pub(crate) fn status(code: OAuthError) -> StatusCode {
         | OAuthError::LoginRequired
         | OAuthError::ConsentRequired
         | OAuthError::InvalidRedirectUri
-        | OAuthError::InvalidClientMetadata => StatusCode::BAD_REQUEST,
+        | OAuthError::InvalidClientMetadata
+        | OAuthError::AuthorizationPending
+        | OAuthError::SlowDown
+        | OAuthError::ExpiredToken => StatusCode::BAD_REQUEST,
     }
 }
 

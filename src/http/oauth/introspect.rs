@@ -83,6 +83,11 @@ struct IntrospectionAnswer {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(example = "openid contacts:read")]
     scope: Option<String>,
+    /// Who acts for `sub` (RFC 8693 §4.1): the client that exchanged a token of the person's for
+    /// this one, nested for a chain; absent for a token not exchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Object, example = json!({"sub": "0190a000-0000-7000-8000-000000000001"}))]
+    act: Option<crate::auth::tokens::Act>,
 }
 
 /// Introspect a token (RFC 7662), as a resource server the operator designated (`gatehouse
@@ -156,6 +161,7 @@ fn answer(live: Introspection) -> IntrospectionAnswer {
         token_type: Some("Bearer"),
         client_id: claims.client_id,
         scope: claims.scope,
+        act: claims.act,
         ..IntrospectionAnswer::default()
     };
     match holder {

@@ -16,6 +16,7 @@ use crate::model::Client;
 use crate::provider::OAuthError;
 
 mod authorize;
+mod device;
 mod discovery;
 mod end_session;
 pub(crate) mod errors;
@@ -31,6 +32,7 @@ pub fn router() -> OpenApiRouter<AppState> {
         .merge(discovery::router())
         .merge(authorize::router())
         .merge(token::router())
+        .merge(device::router())
         .merge(userinfo::router())
         .merge(revoke::router())
         .merge(end_session::router())
@@ -94,6 +96,37 @@ pub(crate) async fn calling_client(
         .await
         .map_err(ClientRefused::Failed)?
         .ok_or(ClientRefused::Invalid(WRONG))
+}
+
+/// A client's form-encoded call at an endpoint that takes client authentication and describes its
+/// errors (the token endpoint, device authorization): the form, the caller's address and the
+/// client, or the OAuth answer that refuses the call.
+pub(crate) async fn client_form(
+    state: &AppState,
+    peer: std::net::SocketAddr,
+    headers: &HeaderMap,
+    body: &[u8],
+) -> Result<(Vec<(String, String)>, IpAddr, Client), Response> {
+    let refusal = |error: OAuthError, why: &str| errors::answer(error, Some(why.to_owned()));
+    state
+        .require_provider()
+        .map_err(IntoResponse::into_response)?;
+    let Some(form) = form_parameters(headers, body) else {
+        return Err(refusal(
+            OAuthError::InvalidRequest,
+            "the body must be application/x-www-form-urlencoded",
+        ));
+    };
+    let ip = crate::http::extract::client_ip(peer.ip(), headers, &state.trusted_proxies);
+    match calling_client(state, headers, Some(&form), ip, true).await {
+        Ok(client) => Ok((form, ip, client)),
+        Err(ClientRefused::Invalid(why)) => Err(refusal(OAuthError::InvalidClient, why)),
+        Err(ClientRefused::Ambiguous) => Err(refusal(
+            OAuthError::InvalidRequest,
+            "the client authenticated by more than one method, or a parameter was repeated",
+        )),
+        Err(ClientRefused::Failed(error)) => Err(errors::failed(error)),
+    }
 }
 
 /// A form body's parameters; `None` without a form content type or with a body that is not one.

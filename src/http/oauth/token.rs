@@ -1,5 +1,5 @@
 //! `POST /oauth2/token` (docs/api.md §11, RFC 6749 §3.2): the code exchange, the refresh of a
-//! client's session, and a client's token for itself. OAuth's own JSON, never the envelope, and
+//! client's session, a client's token for itself, and a device's poll (RFC 8628). OAuth's own JSON, never the envelope, and
 //! never cached.
 
 use std::net::SocketAddr;
@@ -7,16 +7,16 @@ use std::net::SocketAddr;
 use axum::body::Bytes;
 use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use serde::Serialize;
 use utoipa::ToSchema;
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
 use super::errors::{self, OAuthErrorBody, failed, no_store};
-use super::{ClientRefused, calling_client, form_parameters, single};
+use super::{client_form, single};
 use crate::http::AppState;
-use crate::http::extract::{Caller, client_ip};
+use crate::http::extract::Caller;
 use crate::provider::{OAuthError, OAuthFailure, TokenRequest};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
@@ -40,6 +40,9 @@ struct TokenAnswer {
     /// With the `offline_access` scope (not for `client_credentials`).
     #[serde(skip_serializing_if = "Option::is_none")]
     refresh_token: Option<String>,
+    /// A token exchange's (RFC 8693): `urn:ietf:params:oauth:token-type:access_token`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    issued_token_type: Option<&'static str>,
 }
 
 /// A refusal of the client's request, described.
@@ -53,13 +56,17 @@ fn refusal(error: OAuthError, description: impl Into<String>) -> Response {
 /// each form-urlencoded), `client_secret_post` (`client_id` and `client_secret` in the form), or,
 /// for a public client, `client_id` alone. Grants: `authorization_code` (`code`, `redirect_uri`,
 /// `code_verifier`), `refresh_token` (`refresh_token`, optional narrower `scope`),
-/// `client_credentials` (optional `scope`). Every answer carries `Cache-Control: no-store`.
+/// `client_credentials` (optional `scope`), `urn:ietf:params:oauth:grant-type:device_code`
+/// (`device_code`; RFC 8628 §3.5's `authorization_pending`, `slow_down`, `expired_token`),
+/// `urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693: `subject_token`, an access token
+/// of a person; `subject_token_type`; optional `scope`, `resource`): a token whose `act` names
+/// the client. Every answer carries `Cache-Control: no-store`.
 #[utoipa::path(post, path = "/oauth2/token", tag = "oauth",
     request_body(content = String, content_type = "application/x-www-form-urlencoded",
         description = "grant_type=authorization_code&code=…&redirect_uri=…&code_verifier=…"),
     responses(
         (status = 200, description = "The tokens", body = TokenAnswer),
-        (status = 400, description = "invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type, invalid_scope", body = OAuthErrorBody),
+        (status = 400, description = "invalid_request, invalid_grant, unauthorized_client, unsupported_grant_type, invalid_scope, authorization_pending, slow_down, access_denied, expired_token", body = OAuthErrorBody),
         (status = 401, description = "invalid_client, with WWW-Authenticate: Basic", body = OAuthErrorBody),
         (status = 404, description = "The OpenID provider is off"),
         (status = 429, description = "Too many wrong client credentials from this address", body = OAuthErrorBody)))]
@@ -70,26 +77,9 @@ async fn token(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    if let Err(error) = state.require_provider() {
-        return error.into_response();
-    }
-    let Some(form) = form_parameters(&headers, &body) else {
-        return refusal(
-            OAuthError::InvalidRequest,
-            "the body must be application/x-www-form-urlencoded",
-        );
-    };
-    let ip = client_ip(peer.ip(), &headers, &state.trusted_proxies);
-    let client = match calling_client(&state, &headers, Some(&form), ip, true).await {
-        Ok(client) => client,
-        Err(ClientRefused::Invalid(why)) => return refusal(OAuthError::InvalidClient, why),
-        Err(ClientRefused::Ambiguous) => {
-            return refusal(
-                OAuthError::InvalidRequest,
-                "the client authenticated by more than one method, or a parameter was repeated",
-            );
-        }
-        Err(ClientRefused::Failed(error)) => return failed(error),
+    let (form, _, client) = match client_form(&state, peer, &headers, &body).await {
+        Ok(called) => called,
+        Err(refused) => return refused,
     };
     let param = |name: &str| single(&form, name).map(|v| v.map(str::to_owned));
     let request = (|| {
@@ -101,6 +91,11 @@ async fn token(
             refresh_token: param("refresh_token")?,
             scope: param("scope")?,
             resource: crate::http::resource::audience_of(&state, param("resource")?),
+            device_code: param("device_code")?,
+            subject_token: param("subject_token")?,
+            subject_token_type: param("subject_token_type")?,
+            actor_token: param("actor_token")?,
+            requested_token_type: param("requested_token_type")?,
         })
     })();
     let Ok(request) = request else {
@@ -116,6 +111,7 @@ async fn token(
                 scope: answer.scope,
                 id_token: answer.id_token,
                 refresh_token: answer.refresh_token,
+                issued_token_type: answer.issued_token_type,
             },
         ),
         Err(OAuthFailure::Refused { error, description }) => refusal(error, description),

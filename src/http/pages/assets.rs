@@ -69,6 +69,16 @@ const FILES: &[(&str, &str, &str)] = &[
         include_str!("../../../assets/pages/authorize.js"),
     ),
     (
+        "consent.js",
+        JS,
+        include_str!("../../../assets/pages/consent.js"),
+    ),
+    (
+        "device.js",
+        JS,
+        include_str!("../../../assets/pages/device.js"),
+    ),
+    (
         "account.js",
         JS,
         include_str!("../../../assets/pages/account.js"),

@@ -107,6 +107,11 @@ const PAGES: &[(&str, &str, &str)] = &[
         include_str!("../../../assets/pages/authorize.html"),
     ),
     (
+        "device",
+        "Connect a device",
+        include_str!("../../../assets/pages/device.html"),
+    ),
+    (
         "authorize-error",
         "This sign-in link is not valid",
         include_str!("../../../assets/pages/authorize-error.html"),
@@ -285,6 +290,7 @@ pub fn router() -> Router<AppState> {
         .route("/register", get(register))
         .route("/account", page("account"))
         .route("/oauth2/authorize", get(authorize::page))
+        .route("/device", page("device"))
         .route("/forbidden", get(forbidden))
         .merge(assets::router())
         .layer(axum::middleware::from_fn(page_headers))

@@ -355,26 +355,38 @@ impl Provider {
             }));
         }
         if consenting || given.org_id != org_id {
-            let mut all = given.scopes;
-            all.extend(
-                scopes
-                    .iter()
-                    .filter(|s| !all.contains(s))
-                    .cloned()
-                    .collect::<Vec<_>>(),
-            );
-            let consent = Consent {
-                scopes: all,
-                org_id,
-            };
-            let now = self.core.clock.now_ms();
-            self.core
-                .store
-                .put_consent(person.user_id, checked.client.id, &consent, now)
-                .await
-                .map_err(client_gone)?;
+            self.remember_consent(person.user_id, &checked.client, given, scopes, org_id)
+                .await?;
         }
         Ok(org_id)
+    }
+
+    /// Remembers that the person allowed `client` `scopes` besides those allowed `before`, acting
+    /// in `org_id`: the next authorization asks only for what is new.
+    pub(super) async fn remember_consent(
+        &self,
+        user: Uuid,
+        client: &Client,
+        before: Consent,
+        scopes: &[String],
+        org_id: Option<Uuid>,
+    ) -> Result<()> {
+        let mut all = before.scopes;
+        for scope in scopes {
+            if !all.contains(scope) {
+                all.push(scope.clone());
+            }
+        }
+        let consent = Consent {
+            scopes: all,
+            org_id,
+        };
+        let now = self.core.clock.now_ms();
+        self.core
+            .store
+            .put_consent(user, client.id, &consent, now)
+            .await
+            .map_err(client_gone)
     }
 
     /// The code, kept by its hash for `CODE_TTL_MS`, and the redirect that carries it.

@@ -200,6 +200,12 @@ impl NewClient {
                     ),
                 );
             }
+            if client_type == ClientType::Public && grants.contains(&GrantType::TokenExchange) {
+                v.check::<()>(
+                    "grantTypes",
+                    Err("a public client cannot exchange tokens: it keeps no secret".into()),
+                );
+            }
         }
         let introspection = self
             .introspection
@@ -268,7 +274,9 @@ fn check_grants(names: &[String]) -> Result<Vec<GrantType>, String> {
         let grant = GrantType::parse(name).ok_or_else(|| {
             let shown: String = name.chars().take(64).collect();
             format!(
-                "{shown:?} is not a grant (authorization_code, refresh_token, client_credentials)"
+                "{shown:?} is not a grant (authorization_code, refresh_token, client_credentials, \
+                 urn:ietf:params:oauth:grant-type:device_code, \
+                 urn:ietf:params:oauth:grant-type:token-exchange)"
             )
         })?;
         if !grants.contains(&grant) {

@@ -11,8 +11,8 @@ use crate::store::cookies::COOKIE_SESSION;
 use crate::store::orgs::MEMBERSHIPS_OF;
 use crate::store::purge::{
     PURGE_CONSUMED_REFRESH_TOKENS, PURGE_EXPIRED_CHALLENGES, PURGE_EXPIRED_CODES,
-    PURGE_EXPIRED_FEDERATION_FLOWS, PURGE_EXPIRED_FEDERATION_HANDOFFS, PURGE_EXPIRED_MAIL_TOKENS,
-    PURGE_EXPIRED_ORG_INVITATIONS, PURGE_EXPIRED_REGISTRATION_TOKENS,
+    PURGE_EXPIRED_DEVICE_CODES, PURGE_EXPIRED_FEDERATION_FLOWS, PURGE_EXPIRED_FEDERATION_HANDOFFS,
+    PURGE_EXPIRED_MAIL_TOKENS, PURGE_EXPIRED_ORG_INVITATIONS, PURGE_EXPIRED_REGISTRATION_TOKENS,
     PURGE_EXPIRED_TOKEN_REVOCATIONS, PURGE_IDLE_THROTTLES, PURGE_LAPSED_SESSIONS,
     PURGE_OLD_AUDIT_EVENTS, PURGE_REVOKED_SESSIONS,
 };
@@ -277,6 +277,12 @@ pub(super) fn cases() -> Vec<Case> {
         purge(
             "purge: expired authorization codes",
             PURGE_EXPIRED_CODES,
+            "bigint, bigint",
+            "100, 500",
+        ),
+        purge(
+            "purge: expired device authorizations",
+            PURGE_EXPIRED_DEVICE_CODES,
             "bigint, bigint",
             "100, 500",
         ),

@@ -62,6 +62,10 @@ INSERT INTO oauth_codes (code_hash, client_id, user_id, parent_id, redirect_uri,
                          scope, amr, auth_time, expires_at)
 SELECT {bytes}, c.id, u.id, u.id, 'https://a.example/cb', 'x', 'openid', 'pwd', u.created_at,
        u.created_at + 60 FROM users u CROSS JOIN api_clients c;
+INSERT INTO device_authorizations (device_hash, user_code_hash, client_id, scope, created_at,
+                                   expires_at, interval_ms, status)
+SELECT {bytes}, {bytes}, c.id, 'openid', u.created_at, u.created_at + 600, 5000, 'pending'
+FROM users u CROSS JOIN api_clients c;
 INSERT INTO org_invitations (id, org_id, email, email_normalized, roles, token_hash, created_at,
                              expires_at)
 SELECT {id}, o.id, 'i' || u.created_at || '@example.com', 'i' || u.created_at || '@example.com',

@@ -5,7 +5,9 @@
 //! application's sign-in link, Gatehouse's authorization (the page's own call), the application's
 //! callback, the application's page saying who is signed in. Against a client whose PKCE is
 //! optional (a legacy relying party's) and one whose PKCE is required (the default), where a
-//! library that sends none fails with Gatehouse's words.
+//! library that sends none fails with Gatehouse's words. And Authlib's requests client as a
+//! command-line tool and an agent (tests/python/authlib_agent.py): the device grant and token
+//! exchange.
 
 use std::collections::BTreeMap;
 use std::net::TcpStream;
@@ -25,6 +27,7 @@ both_backends!(
     passport_openidconnect_signs_in_where_pkce_is_optional,
     mozilla_django_oidc_signs_in_with_its_defaults_where_pkce_is_optional,
     authlib_signs_in_with_pkce_and_without,
+    authlib_signs_a_tool_in_and_its_agent_acts_for_the_person,
     authjs_signs_in_with_its_defaults,
 );
 
@@ -127,6 +130,61 @@ async fn authlib_signs_in_with_pkce_and_without(backend: Backend) {
         page,
         format!("Sign-in failed: invalid_request: {PKCE_REQUIRED}")
     );
+}
+
+/// Authlib's requests client as a command-line tool (the device grant, its `authorization_pending`
+/// as authlib's OAuthError, then the tokens) and as an agent that exchanges the tool's token for
+/// one naming it (`act`), calls the business API with it, and is refused a wider scope
+/// (tests/python/authlib_agent.py).
+async fn authlib_signs_a_tool_in_and_its_agent_acts_for_the_person(backend: Backend) {
+    if !python_ready() {
+        return;
+    }
+    let gatehouse = Gatehouse::start(backend).await;
+    let app = &gatehouse.provider.app;
+    let scopes = [
+        "--scope",
+        "openid",
+        "--scope",
+        "contacts:read",
+        "--scope",
+        "offline_access",
+    ];
+    let mut tool = vec![
+        "--public",
+        "--grant",
+        "urn:ietf:params:oauth:grant-type:device_code",
+    ];
+    tool.extend_from_slice(&scopes);
+    let tool = add_client(app, "Acme CLI", &tool);
+    let mut agent = vec!["--grant", "urn:ietf:params:oauth:grant-type:token-exchange"];
+    agent.extend_from_slice(&scopes);
+    let agent = add_client(app, "Trip planner", &agent);
+    let env = [
+        ("GATEHOUSE_URL", gatehouse.provider.issuer.clone()),
+        ("GATEHOUSE_EMAIL", PEOPLE.to_owned()),
+        ("GATEHOUSE_PASSWORD", PASSWORD.to_owned()),
+        ("TOOL_ID", tool.id),
+        ("AGENT_ID", agent.id),
+        ("AGENT_SECRET", agent.secret.unwrap()),
+    ];
+    let output = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(format!("{PYTHON_DIR}/.venv/bin/python"))
+            .arg("authlib_agent.py")
+            .current_dir(PYTHON_DIR)
+            .envs(env)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let printed = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(output.status.success(), "{printed}");
+    assert!(printed.contains("authlib agent: ok"), "{printed}");
 }
 
 /// Auth.js (@auth/express) with a generic OpenID provider and its defaults (discovery, PKCE):

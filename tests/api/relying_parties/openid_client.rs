@@ -2,7 +2,9 @@
 //! tests/browser/oidc-rp.mjs, run by Node, once per client: one client per ID-token algorithm
 //! (RS256 with `client_secret_basic`, ES256 with `client_secret_post`, EdDSA with
 //! `client_secret_basic`) and a public client (`none`, RS256 by default); and
-//! tests/browser/oidc-dcr.mjs, where openid-client registers its clients itself (RFC 7591).
+//! tests/browser/oidc-dcr.mjs, where openid-client registers its clients itself (RFC 7591); and
+//! tests/browser/oidc-device.mjs, where it is a command-line tool using the device grant (RFC
+//! 8628).
 
 use gatehouse::config::SettingsArgs;
 use serde_json::{Value, json};
@@ -14,7 +16,59 @@ use crate::helpers::{Backend, PASSWORD, both_backends};
 both_backends!(
     openid_client_signs_in_with_a_client_of_each_id_token_algorithm,
     openid_client_registers_itself_and_signs_in,
+    openid_client_signs_a_tool_in_by_the_device_grant,
 );
+
+/// `initiateDeviceAuthorization` and `pollDeviceAuthorizationGrant` (which waits the interval,
+/// and is told `authorization_pending` once: the person answers late), the ID token validated,
+/// userinfo, a refresh; a request the person denies ends in `access_denied`. Details in the
+/// script. The person's connected applications then list the tool, and its session is one.
+async fn openid_client_signs_a_tool_in_by_the_device_grant(backend: Backend) {
+    if !node_ready() || !packages_ready(&["openid-client"]) {
+        return;
+    }
+    let provider = provider(backend, "127.0.0.1").await;
+    let app = &provider.app;
+    let user = app.create_user("ann@example.com", PASSWORD).await;
+    let tool = add_client(
+        app,
+        "Acme CLI",
+        &[
+            "--public",
+            "--grant",
+            "urn:ietf:params:oauth:grant-type:device_code",
+            "--grant",
+            "refresh_token",
+            "--scope",
+            "openid",
+            "--scope",
+            "profile",
+            "--scope",
+            "offline_access",
+        ],
+    );
+    let env = vec![
+        ("GATEHOUSE_URL".to_owned(), provider.issuer.clone()),
+        ("GATEHOUSE_EMAIL".to_owned(), "ann@example.com".to_owned()),
+        ("GATEHOUSE_PASSWORD".to_owned(), PASSWORD.to_owned()),
+        ("GATEHOUSE_USER_ID".to_owned(), user.to_string()),
+        ("OIDC_CLIENT_ID".to_owned(), tool.id.clone()),
+    ];
+    let printed = node(BROWSER_DIR, &["oidc-device.mjs"], env).await;
+    eprintln!("{printed}");
+    assert!(printed.contains("Acme CLI: ok"), "{printed}");
+    let token = super::person_token(app, "ann@example.com", PASSWORD).await;
+    let consents = app.get("/api/v1/auth/consents", &token).await;
+    let names: Vec<&str> = (consents.data(200)["items"].as_array().unwrap().iter())
+        .map(|c| c["clientName"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["Acme CLI"]);
+    let sessions = app.get("/api/v1/auth/sessions", &token).await;
+    let tools = (sessions.data(200)["items"].as_array().unwrap().iter())
+        .filter(|s| s["client"]["name"] == "Acme CLI")
+        .count();
+    assert_eq!(tools, 1, "{:#}", sessions.body);
+}
 
 /// `dynamicClientRegistration` with an operator's initial access token (docs/api.md §12), for a
 /// confidential and a public client, each then signing the person in (consent asked under the
