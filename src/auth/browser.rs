@@ -123,6 +123,7 @@ impl BrowserSessions {
             client: None,
             scopes: None,
             actor: None,
+            dpop: None,
         })
     }
 

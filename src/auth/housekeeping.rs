@@ -92,7 +92,8 @@ impl Housekeeping {
         p.challenges = self.purge(Purge::ExpiredChallenges, now, longest).await?
             + self.purge(Purge::ExpiredCeremonies, now, longest).await?
             + self.purge(Purge::ExpiredCodes, now, longest).await?
-            + self.purge(Purge::ExpiredDeviceCodes, now, longest).await?;
+            + self.purge(Purge::ExpiredDeviceCodes, now, longest).await?
+            + self.purge(Purge::ExpiredDpopProofs, now, longest).await?;
         p.throttles = self.purge(Purge::IdleThrottles, now, longest).await?;
         p.audit_events = (self.purge(Purge::OldAuditEvents, now - retention, longest)).await?;
         // Kept an hour past expiry: the per-account limits of mails count the last hour's tokens.

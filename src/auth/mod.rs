@@ -15,6 +15,7 @@ pub mod api_keys;
 pub mod audit;
 pub mod catalog;
 pub mod directory;
+pub mod dpop;
 pub mod key_cache;
 pub mod keys;
 pub mod live;

@@ -76,6 +76,21 @@ impl Sessions {
         })
     }
 
+    /// A DPoP proof (RFC 9449) for `request`, checked and its `jti` taken for good (`auth::dpop`).
+    pub async fn dpop_proof(
+        &self,
+        proof: &str,
+        request: &super::dpop::Request<'_>,
+    ) -> Result<std::result::Result<super::dpop::Proof, super::dpop::BadProof>> {
+        self.core.dpop_proof(proof, request).await
+    }
+
+    /// The DPoP key an access token is bound to (its `cnf.jkt`); `None` for a bearer token and
+    /// for a token that does not verify (the caller's own check refuses that one).
+    pub fn bound_key(&self, access_token: &str) -> Option<std::sync::Arc<str>> {
+        (self.core.tokens.verify_access_cached(access_token).ok()).and_then(|v| v.jkt)
+    }
+
     /// The caller of one of the person's own calls (the account, organisations, administration,
     /// the authorization call): `authenticate`, and a token a client was given is refused. Such a
     /// token is the person's consent to the scopes it names, for the business API; none of them

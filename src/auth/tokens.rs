@@ -65,6 +65,16 @@ pub struct AccessClaims {
     /// one, nested when that token named an actor already; absent for a token not exchanged.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub act: Option<Act>,
+    /// The key the token is bound to (RFC 9449 §6: DPoP): only a request with a proof signed by
+    /// that key may use it. Absent for a bearer token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnf: Option<Cnf>,
+}
+
+/// RFC 7800's confirmation: here, the SHA-256 thumbprint of a DPoP key (RFC 9449 §6.1).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cnf {
+    pub jkt: String,
 }
 
 /// RFC 8693 §4.1's `act`: the actor, and the actor before it.
@@ -106,6 +116,10 @@ pub struct RefreshClaims {
     /// own sign-in.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_id: Option<Uuid>,
+    /// A public client's refresh token bound to its DPoP key (RFC 9449 §5): only a proof by that
+    /// key renews it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cnf: Option<Cnf>,
 }
 
 /// Issues and verifies the service's tokens.
@@ -132,6 +146,8 @@ pub struct Verified {
     /// The client acting for the person (its `act`'s `sub`, RFC 8693); `None` for a token not
     /// exchanged.
     pub actor: Option<Arc<str>>,
+    /// The DPoP key the token is bound to (its `cnf.jkt`); `None` for a bearer token.
+    pub jkt: Option<Arc<str>>,
     /// The key set it was verified with: once the set changes (a key retired for good, or
     /// revoked), the token is verified again.
     generation: u64,
@@ -314,20 +330,20 @@ impl Tokens {
                 client_id: None,
                 scope: None,
                 act: None,
+                cnf: None,
             },
         )
     }
 
-    /// The refresh token recorded as `jti`, issued and expiring at the given milliseconds.
-    /// Signing is deterministic, so the same record always yields the same token.
+    /// The refresh token of `record` (its session, `jti`, issue and expiry), of `client`'s
+    /// session if any, bound to the DPoP key `jkt` if any. Signing is deterministic, so the same
+    /// record always yields the same token.
     pub fn refresh(
         &self,
         user: Uuid,
-        session: Uuid,
-        jti: Uuid,
-        issued_at_ms: i64,
-        expires_at_ms: i64,
+        record: &crate::model::RefreshRecord,
         client: Option<Uuid>,
+        jkt: Option<&str>,
     ) -> Result<String> {
         self.sign(
             REFRESH_TYP,
@@ -335,11 +351,14 @@ impl Tokens {
                 iss: self.issuer.clone(),
                 aud: self.issuer.clone(),
                 sub: user,
-                sid: session,
-                jti,
-                iat: issued_at_ms / 1000,
-                exp: expires_at_ms / 1000,
+                sid: record.session_id,
+                jti: record.jti,
+                iat: record.issued_at / 1000,
+                exp: record.expires_at / 1000,
                 client_id: client,
+                cnf: jkt.map(|jkt| Cnf {
+                    jkt: jkt.to_owned(),
+                }),
             },
         )
     }
@@ -375,6 +394,7 @@ impl Tokens {
             scopes: claims.scope.as_deref().map(ApiScopes::parse),
             for_resource: claims.aud != self.audience,
             actor: claims.act.as_ref().map(|a| Arc::from(a.sub.as_str())),
+            jkt: claims.cnf.as_ref().map(|c| Arc::from(c.jkt.as_str())),
             generation,
         };
         let mut cache = self.verified.write().unwrap_or_else(|e| e.into_inner());

@@ -256,6 +256,7 @@ mod tests {
             client: None,
             scopes: None,
             actor: None,
+            dpop: None,
         }
     }
 
@@ -296,6 +297,7 @@ mod tests {
                 client_id: id,
                 org_id: Some(uuid::Uuid::nil()),
                 scopes: crate::model::ApiScopes::parse("contacts:read"),
+                dpop: None,
             })
         };
         let rules = AccessRules::parse(&format!(
@@ -455,6 +457,7 @@ mod tests {
                 client_id: uuid::Uuid::nil(),
                 org_id: None,
                 scopes: crate::model::ApiScopes::parse(scope),
+                dpop: None,
             })
         };
         assert!(policy.admits(&client("orders:write")));

@@ -98,6 +98,10 @@ pub struct ClientAdd {
     /// cannot send it (its authorizations must then carry a nonce for openid)
     #[arg(long, value_name = "P", value_parser = ["required", "optional"])]
     pkce: Option<String>,
+    /// DPoP (RFC 9449): optional (default: tokens are bound when the client sends a proof), or
+    /// required (a token request without a proof is refused)
+    #[arg(long, value_name = "D", value_parser = ["required", "optional"])]
+    dpop: Option<String>,
     /// Print {"clientId", "clientSecret"} (clientSecret null for a public client)
     #[arg(long)]
     json: bool,
@@ -143,6 +147,9 @@ pub struct ClientUpdate {
     /// PKCE: required, or optional (a confidential client only)
     #[arg(long, value_name = "P", value_parser = ["required", "optional"])]
     pkce: Option<String>,
+    /// DPoP: required, or optional
+    #[arg(long, value_name = "D", value_parser = ["required", "optional"])]
+    dpop: Option<String>,
     /// Print the client as the admin API shows it
     #[arg(long)]
     json: bool,
@@ -183,6 +190,7 @@ impl ClientUpdate {
             id_token_alg: self.id_token_alg.clone(),
             introspection: self.introspect,
             pkce_required: self.pkce.as_deref().map(|p| p == "required"),
+            dpop_required: self.dpop.as_deref().map(|d| d == "required"),
         }
     }
 }
@@ -209,6 +217,7 @@ impl ClientAdd {
             org_id: self.org,
             introspection: self.introspect,
             pkce_required: self.pkce.as_deref().map(|p| p == "required"),
+            dpop_required: self.dpop.as_deref().map(|d| d == "required"),
         }
     }
 }
@@ -227,6 +236,7 @@ fn flag(field: &str) -> &str {
         "orgId" => "--org",
         "introspection" => "--introspect",
         "pkceRequired" => "--pkce",
+        "dpopBoundAccessTokens" => "--dpop",
         "overlap" => "--overlap",
         other => other,
     }
@@ -314,7 +324,7 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
                 for c in &clients {
                     let grants: Vec<&str> = c.grant_types.iter().map(|g| g.as_str()).collect();
                     println!(
-                        "{}  {}  {:<12}  {}  grants={}  scopes={}  redirect_uris={}{}{}{}{}",
+                        "{}  {}  {:<12}  {}  grants={}  scopes={}  redirect_uris={}{}{}{}{}{}",
                         c.id,
                         rfc3339(c.created_at),
                         c.client_type.as_str(),
@@ -328,6 +338,11 @@ pub(super) async fn clients(command: ClientsCommand, services: &Services) -> any
                             ""
                         } else {
                             "  pkce=optional"
+                        },
+                        if c.dpop_required {
+                            "  dpop=required"
+                        } else {
+                            ""
                         },
                         match c.origin.as_str() {
                             "operator" => String::new(),
@@ -407,6 +422,7 @@ fn view(c: &Client) -> serde_json::Value {
         "origin": c.origin.as_str(),
         "introspection": c.introspection,
         "pkceRequired": c.pkce_required,
+        "dpopBoundAccessTokens": c.dpop_required,
         "previousSecretExpiresAt": c.previous_secret.as_ref().map(|(_, until)| rfc3339(*until)),
         "metadataUrl": match &c.origin {
             crate::model::ClientOrigin::MetadataDocument { url, .. } => Some(url.as_str()),

@@ -208,6 +208,10 @@ pub struct SettingsArgs {
         value_name = "on|off"
     )]
     pub oauth_client_metadata_documents: Option<String>,
+    /// `required`: DPoP proofs at the token endpoint must carry a nonce this server gave
+    /// (RFC 9449 §8) [default: off]
+    #[arg(long, env = "GATEHOUSE_OAUTH_DPOP_NONCE", value_name = "required|off")]
+    pub oauth_dpop_nonce: Option<String>,
     /// Not a setting but the tests' switch, set in code and never from a flag, the environment or
     /// the file: metadata documents may also be fetched over http from loopback, where the tests
     /// serve them. An operator has no way to turn the fetch's address rules off.

@@ -151,6 +151,7 @@ pub(crate) const FILE_KEYS: &[&str] = &[
     "smtp_ca_file",
     "oauth_registration",
     "oauth_client_metadata_documents",
+    "oauth_dpop_nonce",
     // Retired; read only to refuse "on" (config/oauth.rs).
     "oauth_client_metadata_insecure_loopback",
 ];

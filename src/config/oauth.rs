@@ -1,5 +1,5 @@
-//! The settings of clients that register themselves (docs/api.md §12): dynamic client
-//! registration and client ID metadata documents.
+//! The OpenID provider's settings of how clients come and prove themselves (docs/api.md §11,
+//! §12): dynamic client registration, client ID metadata documents, and DPoP nonces.
 
 use super::SettingsArgs;
 use super::source::Source;
@@ -24,6 +24,9 @@ pub struct ClientRegistration {
     /// The tests' switch (`SettingsArgs::oauth_client_metadata_insecure_loopback`, in code
     /// only): documents may also be fetched over http from a loopback address.
     pub insecure_loopback: bool,
+    /// `GATEHOUSE_OAUTH_DPOP_NONCE=required`: a DPoP proof at the token endpoint must carry a
+    /// nonce this server gave (RFC 9449 §8).
+    pub dpop_nonce: bool,
 }
 
 pub(super) fn resolve(
@@ -56,5 +59,11 @@ pub(super) fn resolve(
             ("on", "off"),
         )?,
         insecure_loopback: args.oauth_client_metadata_insecure_loopback,
+        dpop_nonce: src.choice(
+            "oauth_dpop_nonce",
+            &args.oauth_dpop_nonce,
+            "off",
+            ("required", "off"),
+        )?,
     })
 }

@@ -24,6 +24,7 @@ pub struct Secrets {
     passkey_decoy_mac: [u8; 32],
     sign_in_decoy_mac: [u8; 32],
     api_key_mac: [u8; 32],
+    dpop_nonce_mac: [u8; 32],
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -50,6 +51,7 @@ impl Secrets {
             passkey_decoy_mac: derive(b"passkey-decoy/v1"),
             sign_in_decoy_mac: derive(b"sign-in-decoy/v1"),
             api_key_mac: derive(b"api-key/v1"),
+            dpop_nonce_mac: derive(b"dpop-nonce/v1"),
         }
     }
 
@@ -88,6 +90,19 @@ impl Secrets {
                 },
             )
             .map_err(|_| UnsealError)
+    }
+
+    /// The DPoP nonce (RFC 9449 §8) of the time window `window`: the window's number and a MAC
+    /// of it, so that every instance makes and checks the same nonces without sharing a row.
+    pub fn dpop_nonce(&self, window: i64) -> String {
+        let mac = hmac(&self.dpop_nonce_mac, &[&window.to_be_bytes()]);
+        format!("{window}.{}", b64url(&mac[..16]))
+    }
+
+    /// Whether `nonce` is the nonce of `window` (compared in constant time).
+    pub fn dpop_nonce_is(&self, nonce: &str, window: i64) -> bool {
+        let expected = self.dpop_nonce(window);
+        subtle::ConstantTimeEq::ct_eq(expected.as_bytes(), nonce.as_bytes()).into()
     }
 
     /// Keyed hash of a normalised recovery code.

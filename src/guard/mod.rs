@@ -93,10 +93,11 @@ impl Guard {
         }
         if verified.client_only {
             let scopes = verified.scopes.clone().unwrap_or_default();
-            let client = self
+            let mut client = self
                 .client_itself(verified.sub, verified.org, scopes)
                 .await?
                 .ok_or(Error::TokenInvalid)?;
+            client.dpop = verified.jkt.as_deref().map(str::to_owned);
             return Ok(Holder::Client(client));
         }
         let profile = self
@@ -125,6 +126,7 @@ impl Guard {
             client: verified.client.as_deref().map(str::to_owned),
             scopes: verified.scopes.clone(),
             actor: verified.actor.as_deref().map(str::to_owned),
+            dpop: verified.jkt.as_deref().map(str::to_owned),
         }))
     }
 
@@ -147,6 +149,7 @@ impl Guard {
             client_id: c.id,
             org_id: org,
             scopes,
+            dpop: None,
         }))
     }
 
@@ -211,6 +214,7 @@ impl Guard {
             client: claims.client_id.clone(),
             scopes: claims.scope.as_deref().map(ApiScopes::parse),
             actor: claims.act.as_ref().map(|a| a.sub.clone()),
+            dpop: claims.cnf.as_ref().map(|c| c.jkt.clone()),
         };
         Ok(Some(Introspection::Token {
             claims: Box::new(claims),

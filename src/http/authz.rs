@@ -26,7 +26,7 @@ use utoipa_axum::routes;
 
 use super::AppState;
 use super::cookies::{cookie_values, other_cookies};
-use super::extract::{USER_AGENT_MAX, bearer_token, client_ip};
+use super::extract::{USER_AGENT_MAX, client_ip};
 use super::navigation::{forwarded_url, is_navigation, sign_in_url, single};
 use super::oauth::errors::Bearer;
 use crate::authz::Described;
@@ -172,7 +172,12 @@ async fn decide(
         .is_some()
     {
         Credential::Ambiguous
-    } else if let Some(token) = bearer_token(headers) {
+    } else if let Some(presented) = super::dpop::presented(headers) {
+        let token = presented.token();
+        if let Err(why) = sender_checked(state, headers, presented, described).await {
+            tracing::debug!(why, "forward-auth: the token's DPoP was refused");
+            return unauthorized(Bearer::described(OAuthError::InvalidToken, why));
+        }
         // Behind a trusted proxy, the address it forwards.
         let client = ClientInfo {
             ip: Some(client_ip(peer.ip(), headers, &state.trusted_proxies)),
@@ -215,6 +220,36 @@ async fn decide(
         )),
         Decision::Refused(error) => refused(error),
     }
+}
+
+/// RFC 9449 §7 for the request a proxy describes: a DPoP-bound token only with a proof by its key
+/// for that request's method, host and path (the scheme and port are not compared: proxies do not
+/// all forward them, and the trusted proxy answered on them already); a request the proxy does
+/// not describe cannot be matched, so a bound token is refused there.
+async fn sender_checked(
+    state: &AppState,
+    headers: &HeaderMap,
+    presented: super::dpop::Presented<'_>,
+    described: &Described,
+) -> Result<(), &'static str> {
+    let jkt = super::dpop::bound_key(state, presented.token());
+    type Htu<'a> = Box<dyn Fn(&str) -> bool + Send + Sync + 'a>;
+    let (method, htu): (&str, Htu<'_>) = match described {
+        Described::Request(target) => {
+            let htu = move |htu: &str| {
+                url::Url::parse(htu).is_ok_and(|url| {
+                    let host = url.host_str().unwrap_or_default();
+                    host.trim_end_matches('.')
+                        .eq_ignore_ascii_case(&target.host)
+                        && crate::authz::path::NormalPath::parse(url.path())
+                            .is_ok_and(|path| path == target.path)
+                })
+            };
+            (target.method.as_str(), Box::new(htu))
+        }
+        _ => ("", Box::new(|_: &str| false)),
+    };
+    super::dpop::sender_checked(state, headers, presented, jkt.as_deref(), method, &*htu).await
 }
 
 fn log_denied(described: &Described, peer: SocketAddr, state: &AppState) {
@@ -402,6 +437,14 @@ fn allowed(holder: &Holder) -> Response {
         _ => String::new(),
     };
     headers.insert("remote-actor", header_text(&actor));
+    // The DPoP key the token is bound to (RFC 9449: the caller proved it holds it, for this very
+    // request); empty for a bearer token, an API key and a session cookie.
+    let dpop = match holder {
+        Holder::Person(who) => who.dpop.clone().unwrap_or_default(),
+        Holder::Client(client) => client.dpop.clone().unwrap_or_default(),
+        Holder::Key(_) => String::new(),
+    };
+    headers.insert("remote-dpop", header_text(&dpop));
     // The personal API key (docs/api.md §12); empty for anything else, and sent all the same:
     // Caddy's `copy_headers` passes a header the answer lacks on as its placeholder text
     // (`{http.reverse_proxy.header.Remote-Key}`).

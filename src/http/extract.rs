@@ -204,7 +204,23 @@ impl FromRequestParts<AppState> for ApiUser {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
-        let token = bearer_token(&parts.headers).ok_or(Error::Unauthenticated)?;
+        let presented =
+            crate::http::dpop::presented(&parts.headers).ok_or(Error::Unauthenticated)?;
+        let token = presented.token();
+        // A DPoP-bound token only with a proof by its key for this request; any other only as a
+        // bearer token (RFC 9449 §7).
+        let method = parts.method.as_str();
+        // Nested routers see their own part of the path; the proof names the whole URL.
+        let original = parts.extensions.get::<axum::extract::OriginalUri>();
+        let path = original.map_or(parts.uri.path(), |o| o.0.path()).to_owned();
+        let path = path.as_str();
+        if let Err(why) =
+            crate::http::dpop::own_request_checked(state, &parts.headers, presented, method, path)
+                .await
+        {
+            tracing::debug!(why, "a business call's DPoP was refused");
+            return Err(Error::TokenInvalid);
+        }
         if crate::auth::api_keys::is_api_key(token) {
             // A key's use is noted with the caller's address (a new one is audited).
             let token = token.to_owned();

@@ -27,6 +27,7 @@ mod cookies;
 mod cors;
 mod crm;
 mod docs;
+mod dpop;
 mod error;
 mod extract;
 mod fields;

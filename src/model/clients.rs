@@ -142,6 +142,8 @@ pub struct Client {
     /// Must use PKCE. Always for a public client; an operator may let a confidential one off (a
     /// legacy relying party), whose authorizations must then carry `nonce` for `openid`.
     pub pkce_required: bool,
+    /// Must prove a DPoP key at the token endpoint (RFC 9449 §5.2): every token it gets is bound.
+    pub dpop_required: bool,
 }
 
 impl Client {

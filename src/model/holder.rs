@@ -25,6 +25,8 @@ pub struct ClientIdentity {
     pub org_id: Option<Uuid>,
     /// The token's scopes.
     pub scopes: super::ApiScopes,
+    /// The DPoP key its token is bound to (RFC 9449), proved for the request; `None`: bearer.
+    pub dpop: Option<String>,
 }
 
 impl Holder {

@@ -116,6 +116,9 @@ pub struct Identity {
     /// The client that acts for the person with a token exchanged for theirs (RFC 8693 `act`);
     /// `None` for any other token.
     pub actor: Option<String>,
+    /// The DPoP key the token is bound to (RFC 9449), proved for the request; `None` for a bearer
+    /// token and a session cookie.
+    pub dpop: Option<String>,
 }
 
 /// The caller of a bearer call, from a verified access token of a live session.

@@ -67,6 +67,13 @@ pub enum UserInfoError {
     Failed(Error),
 }
 
+/// The confirmation of a token bound to the DPoP key `jkt` (RFC 9449 §6); `None`: a bearer token.
+pub(super) fn bound(jkt: Option<&str>) -> Option<crate::auth::tokens::Cnf> {
+    jkt.map(|jkt| crate::auth::tokens::Cnf {
+        jkt: jkt.to_owned(),
+    })
+}
+
 impl Provider {
     /// The claims of `scope` for `user`.
     pub(super) async fn scope_claims(&self, user: &User, scope: &[String]) -> Result<ScopeClaims> {
@@ -90,6 +97,7 @@ impl Provider {
     /// An access token of a client's session (RFC 9068): §2's claims, plus `client_id` and `scope`
     /// (`scope`: the granted scopes, or fewer when a refresh narrowed them). The account's roles
     /// travel only with the `roles` scope.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn client_access_token(
         &self,
         client_id: &str,
@@ -98,6 +106,7 @@ impl Provider {
         grant: &ClientGrant,
         scope: &[String],
         org: Option<&Membership>,
+        jkt: Option<&str>,
     ) -> Result<String> {
         let iat = self.core.clock.now_seconds();
         let tokens = &self.core.tokens;
@@ -124,6 +133,7 @@ impl Provider {
             client_id: Some(client_id.to_owned()),
             scope: Some(scopes::join(scope)),
             act: None,
+            cnf: bound(jkt),
         })
     }
 
@@ -136,6 +146,7 @@ impl Provider {
         client: &Client,
         scope: &[String],
         resource: Option<&str>,
+        jkt: Option<&str>,
     ) -> Result<String> {
         let iat = self.core.clock.now_seconds();
         let tokens = &self.core.tokens;
@@ -154,6 +165,7 @@ impl Provider {
             client_id: Some(client.id.to_string()),
             scope: Some(scopes::join(scope)),
             act: None,
+            cnf: bound(jkt),
         })
     }
 

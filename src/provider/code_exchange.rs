@@ -33,6 +33,7 @@ impl Provider {
         client: &Client,
         request: &TokenRequest,
         from: &ClientInfo,
+        jkt: Option<&str>,
     ) -> Outcome<TokenAnswer> {
         let code = required(&request.code, "code")?;
         let redirect_uri = required(&request.redirect_uri, "redirect_uri")?;
@@ -40,20 +41,21 @@ impl Provider {
         let code = self.redeem(client, code, session_id).await?;
         self.issued_for(client, request, redirect_uri, &code)?;
         let parent = Some(code.parent_id);
-        self.collect(client, &code, from, session_id, parent).await
+        self.collect(client, &code, from, (session_id, parent), jkt)
+            .await
     }
 
     /// The tokens of a redeemed authorization (a code, or a device's approval), once the checks
     /// that follow every redemption pass: the sign-in behind it still live, its organisation
     /// still the person's, its scopes still the client's. Then the client's session
-    /// `session_id`, a child of `parent`.
+    /// `session_id`, a child of `parent`; its tokens bound to the DPoP key `jkt`, if any.
     pub(super) async fn collect(
         &self,
         client: &Client,
         code: &AuthorizationCode,
         from: &ClientInfo,
-        session_id: Uuid,
-        parent: Option<Uuid>,
+        (session_id, parent): (Uuid, Option<Uuid>),
+        jkt: Option<&str>,
     ) -> Outcome<TokenAnswer> {
         let user = self.sign_in_still_live(code).await?;
         let org = self.organisation_still_held(code, &user).await?;
@@ -72,6 +74,7 @@ impl Provider {
             code.nonce.as_deref(),
             opened.refresh.as_ref(),
             org.as_ref(),
+            jkt,
         )
         .await
     }

@@ -326,6 +326,7 @@ impl Provider {
         client: &Client,
         request: &TokenRequest,
         from: &ClientInfo,
+        jkt: Option<&str>,
     ) -> Outcome<TokenAnswer> {
         let device_code = required(&request.device_code, "device_code")?;
         let hash = sha256(device_code.as_bytes());
@@ -385,7 +386,8 @@ impl Provider {
             }
         };
         // The device's session stands alone (no parent): see above.
-        self.collect(client, &code, from, session_id, None).await
+        self.collect(client, &code, from, (session_id, None), jkt)
+            .await
     }
 }
 

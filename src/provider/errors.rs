@@ -53,6 +53,10 @@ pub enum OAuthError {
     SlowDown,
     /// RFC 8628 §3.5: the device code expired.
     ExpiredToken,
+    /// RFC 9449 §5, §7.1: the DPoP proof is missing where required, or not valid.
+    InvalidDpopProof,
+    /// RFC 9449 §8: the proof must carry the nonce of the `DPoP-Nonce` header.
+    UseDpopNonce,
 }
 
 impl OAuthError {
@@ -80,6 +84,8 @@ impl OAuthError {
             OAuthError::AuthorizationPending => "authorization_pending",
             OAuthError::SlowDown => "slow_down",
             OAuthError::ExpiredToken => "expired_token",
+            OAuthError::InvalidDpopProof => "invalid_dpop_proof",
+            OAuthError::UseDpopNonce => "use_dpop_nonce",
         }
     }
 }

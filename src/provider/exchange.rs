@@ -31,6 +31,7 @@ impl Provider {
         client: &Client,
         request: &TokenRequest,
         from: &ClientInfo,
+        jkt: Option<&str>,
     ) -> Outcome<TokenAnswer> {
         let subject = required(&request.subject_token, "subject_token")?;
         if required(&request.subject_token_type, "subject_token_type")? != ACCESS_TOKEN_TYPE {
@@ -54,6 +55,17 @@ impl Provider {
             ));
         }
         let claims = self.live_subject(subject).await?;
+        // A subject token bound to a DPoP key is exchanged only by the holder of that key: else
+        // whoever copied it would trade it for one that works without the key.
+        if claims
+            .cnf
+            .as_ref()
+            .is_some_and(|c| Some(c.jkt.as_str()) != jkt)
+        {
+            return Err(invalid_grant(
+                "the subject token is bound to a DPoP key: the request must prove that key",
+            ));
+        }
         // A client bound to an organisation acts only in it (docs/api.md §13).
         if client.org_id.is_some() && client.org_id != claims.org_id {
             return Err(invalid_grant(
@@ -105,6 +117,7 @@ impl Provider {
             client_id: Some(client.client_id()),
             scope: Some(scopes::join(&scope)),
             act: Some(act),
+            cnf: super::claims::bound(jkt),
         };
         let access_token = tokens.access_with(&exchanged)?;
         let event = AuditEvent::TokenExchanged {
@@ -116,6 +129,7 @@ impl Provider {
         self.core.audit(event, subject).await;
         Ok(TokenAnswer {
             access_token,
+            token_type: super::grants::token_type(jkt),
             expires_in: exp - iat,
             scope: scopes::join(&scope),
             id_token: None,

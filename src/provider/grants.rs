@@ -22,6 +22,9 @@ pub struct TokenRequest {
     pub resource: Option<String>,
     /// RFC 8628 §3.4.
     pub device_code: Option<String>,
+    /// The request's `DPoP` header (RFC 9449 §4): a proof of the key its tokens are to be bound
+    /// to.
+    pub dpop: Option<String>,
     /// RFC 8693 §2.1.
     pub subject_token: Option<String>,
     pub subject_token_type: Option<String>,
@@ -33,12 +36,19 @@ pub struct TokenRequest {
 #[derive(Debug, Clone)]
 pub struct TokenAnswer {
     pub access_token: String,
+    /// `Bearer`, or `DPoP` for tokens bound to the proof's key.
+    pub token_type: &'static str,
     pub expires_in: i64,
     pub scope: String,
     pub id_token: Option<String>,
     pub refresh_token: Option<String>,
     /// RFC 8693 §2.2.1: with a token exchange.
     pub issued_token_type: Option<&'static str>,
+}
+
+/// RFC 9449 §5: `DPoP` for tokens bound to a key.
+pub(super) fn token_type(jkt: Option<&str>) -> &'static str {
+    if jkt.is_some() { "DPoP" } else { "Bearer" }
 }
 
 pub(super) fn invalid_grant(description: &str) -> OAuthFailure {
@@ -117,13 +127,60 @@ impl Provider {
                 ));
             }
         }
+        let jkt = self.proof_at_token_endpoint(client, request).await?;
+        let jkt = jkt.as_deref();
         match grant {
-            GrantType::AuthorizationCode => self.exchange_code(client, request, from).await,
-            GrantType::RefreshToken => self.refresh(client, request, from).await,
-            GrantType::ClientCredentials => self.client_credentials(client, request),
-            GrantType::DeviceCode => self.device_grant(client, request, from).await,
-            GrantType::TokenExchange => self.exchange_token(client, request, from).await,
+            GrantType::AuthorizationCode => self.exchange_code(client, request, from, jkt).await,
+            GrantType::RefreshToken => self.refresh(client, request, from, jkt).await,
+            GrantType::ClientCredentials => self.client_credentials(client, request, jkt),
+            GrantType::DeviceCode => self.device_grant(client, request, from, jkt).await,
+            GrantType::TokenExchange => self.exchange_token(client, request, from, jkt).await,
         }
+    }
+
+    /// The key the tokens are to be bound to: the thumbprint of the `DPoP` proof's (RFC 9449 §5),
+    /// checked for `POST` at the token endpoint; `None` without a proof (bearer tokens).
+    async fn proof_at_token_endpoint(
+        &self,
+        client: &Client,
+        request: &TokenRequest,
+    ) -> Outcome<Option<String>> {
+        let Some(proof) = request.dpop.as_deref() else {
+            if client.dpop_required {
+                return Err(OAuthFailure::refused(
+                    OAuthError::InvalidDpopProof,
+                    "this client must prove its key with a DPoP proof (RFC 9449)",
+                ));
+            }
+            return Ok(None);
+        };
+        let url = format!("{}/oauth2/token", self.core.settings.public_url);
+        let htu = |htu: &str| crate::auth::dpop::same_target(htu, &url);
+        let checked = crate::auth::dpop::Request {
+            method: "POST",
+            htu: &htu,
+            access_token: None,
+        };
+        let proof = match self.core.dpop_proof(proof, &checked).await? {
+            Ok(proof) => proof,
+            Err(bad) => return Err(OAuthFailure::refused(OAuthError::InvalidDpopProof, bad.0)),
+        };
+        let nonce_ok = |n: &String| self.core.dpop_nonce_ok(n);
+        if self.core.settings.client_registration.dpop_nonce
+            && !proof.nonce.as_ref().is_some_and(nonce_ok)
+        {
+            return Err(OAuthFailure::refused(
+                OAuthError::UseDpopNonce,
+                "the DPoP proof must carry the nonce of the DPoP-Nonce header",
+            ));
+        }
+        Ok(Some(proof.jkt))
+    }
+
+    /// The nonce the token endpoint's answers give (`DPoP-Nonce`) while
+    /// `GATEHOUSE_OAUTH_DPOP_NONCE=required`; `None` otherwise.
+    pub fn dpop_nonce(&self) -> Option<String> {
+        (self.core.settings.client_registration.dpop_nonce).then(|| self.core.dpop_nonce())
     }
 
     async fn refresh(
@@ -131,8 +188,19 @@ impl Provider {
         client: &Client,
         request: &TokenRequest,
         from: &ClientInfo,
+        jkt: Option<&str>,
     ) -> Outcome<TokenAnswer> {
         let token = required(&request.refresh_token, "refresh_token")?;
+        // A refresh token bound to a key (a public client's, RFC 9449 §5) is renewed only with a
+        // proof by that key: checked before the rotation, so that a copied token presented
+        // without the key does not use it up for its owner.
+        if let Ok(claims) = self.core.tokens.verify_refresh(token) {
+            if claims.cnf.is_some_and(|c| Some(c.jkt.as_str()) != jkt) {
+                return Err(invalid_grant(
+                    "the refresh token is bound to a DPoP key: a proof by that key is required",
+                ));
+            }
+        }
         let renewed = match self.sessions.renew(token, from, Some(client.id)).await {
             Ok(renewed) => renewed,
             Err(
@@ -190,11 +258,17 @@ impl Provider {
             None,
             Some(&renewed.refresh),
             org.as_ref(),
+            jkt,
         )
         .await
     }
 
-    fn client_credentials(&self, client: &Client, request: &TokenRequest) -> Outcome<TokenAnswer> {
+    fn client_credentials(
+        &self,
+        client: &Client,
+        request: &TokenRequest,
+        jkt: Option<&str>,
+    ) -> Outcome<TokenAnswer> {
         // Scopes about a person mean nothing for a client's token for itself.
         let personal = scopes::PERSONAL;
         let catalog = self.core.catalog.current();
@@ -225,7 +299,8 @@ impl Provider {
         let audience = super::authorize::target(&catalog, &scope, request.resource.as_deref())
             .map_err(OAuthFailure::from)?;
         Ok(TokenAnswer {
-            access_token: self.client_only_token(client, &scope, audience.as_deref())?,
+            access_token: self.client_only_token(client, &scope, audience.as_deref(), jkt)?,
+            token_type: token_type(jkt),
             expires_in: self.core.tokens.access_ttl_seconds(),
             scope: scopes::join(&scope),
             id_token: None,
@@ -247,9 +322,11 @@ impl Provider {
         nonce: Option<&str>,
         refresh: Option<&RefreshRecord>,
         org: Option<&Membership>,
+        jkt: Option<&str>,
     ) -> Outcome<TokenAnswer> {
+        let client_id = client.client_id();
         let access_token =
-            self.client_access_token(&client.client_id(), user, session, grant, scope, org)?;
+            self.client_access_token(&client_id, user, session, grant, scope, org, jkt)?;
         let id_token = if scope.iter().any(|s| s == scopes::OPENID) {
             Some(
                 self.id_token(client, user, session, grant, scope, nonce, &access_token)
@@ -261,16 +338,17 @@ impl Provider {
         let refresh_token = match refresh {
             Some(r) if grant.has_scope(scopes::OFFLINE_ACCESS) => Some(self.core.tokens.refresh(
                 user.id,
-                session.id,
-                r.jti,
-                r.issued_at,
-                r.expires_at,
+                r,
                 Some(client.id),
+                // A confidential client proves itself by its secret at every refresh; a public
+                // client's refresh token is bound to its key (RFC 9449 §5).
+                jkt.filter(|_| client.is_public()),
             )?),
             _ => None,
         };
         Ok(TokenAnswer {
             access_token,
+            token_type: token_type(jkt),
             expires_in: self.core.tokens.access_ttl_seconds(),
             scope: scopes::join(scope),
             id_token,

@@ -31,13 +31,14 @@ struct ClientRow {
     previous_secret_hash: Option<Vec<u8>>,
     previous_secret_until: Option<i64>,
     pkce_required: bool,
+    dpop_required: bool,
 }
 
 const COLUMNS: &str = "id, name, secret_hash, created_at, client_type, first_party, redirect_uris, \
                        post_logout_redirect_uris, grant_types, scopes, backchannel_logout_uri, \
                        id_token_alg, updated_at, org_id, origin, metadata_url, \
                        metadata_fresh_until, introspection, previous_secret_hash, \
-                       previous_secret_until, pkce_required";
+                       previous_secret_until, pkce_required, dpop_required";
 
 fn words(list: &str) -> impl Iterator<Item = &str> {
     list.split(' ').filter(|w| !w.is_empty())
@@ -89,6 +90,7 @@ impl TryFrom<ClientRow> for Client {
             introspection: r.introspection,
             previous_secret: r.previous_secret_hash.zip(r.previous_secret_until),
             pkce_required: r.pkce_required,
+            dpop_required: r.dpop_required,
         })
     }
 }
@@ -125,7 +127,7 @@ impl Store {
              redirect_uris = excluded.redirect_uris, \
              post_logout_redirect_uris = excluded.post_logout_redirect_uris, \
              scopes = excluded.scopes, metadata_fresh_until = excluded.metadata_fresh_until, \
-             updated_at = excluded.updated_at",
+             dpop_required = excluded.dpop_required, updated_at = excluded.updated_at",
         )
         .await?;
         self.client_by_metadata_url(url)
@@ -138,7 +140,7 @@ impl Store {
         let sql = format!(
             "INSERT INTO api_clients ({COLUMNS}) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, $20, $21)\
+             $18, $19, $20, $21, $22)\
              {on_conflict}"
         );
         let (metadata_url, fresh_until) = metadata(client);
@@ -164,6 +166,7 @@ impl Store {
             .bind(client.previous_secret.as_ref().map(|(hash, _)| hash))
             .bind(client.previous_secret.as_ref().map(|(_, until)| *until))
             .bind(client.pkce_required)
+            .bind(client.dpop_required)
             .execute(pool)
             .await
             .map(|_| ()))
@@ -185,7 +188,7 @@ impl Store {
         let sql = "UPDATE api_clients SET name = $2, first_party = $3, redirect_uris = $4, \
                    post_logout_redirect_uris = $5, grant_types = $6, scopes = $7, \
                    backchannel_logout_uri = $8, id_token_alg = $9, updated_at = $10, \
-                   introspection = $11, pkce_required = $12 WHERE id = $1";
+                   introspection = $11, pkce_required = $12, dpop_required = $13 WHERE id = $1";
         on_write_pool!(self, |pool| sqlx::query(sql)
             .bind(client.id)
             .bind(&client.name)
@@ -199,6 +202,7 @@ impl Store {
             .bind(client.updated_at)
             .bind(client.introspection)
             .bind(client.pkce_required)
+            .bind(client.dpop_required)
             .execute(pool)
             .await
             .map(|r| r.rows_affected() == 1))

@@ -27,6 +27,7 @@ pub mod contacts;
 pub mod cookies;
 mod credentials;
 pub mod device_codes;
+mod dpop;
 pub mod federation;
 pub mod imports;
 pub mod keys;

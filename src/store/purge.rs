@@ -51,6 +51,8 @@ pub enum Purge {
     /// Device authorizations (RFC 8628) expired before the cut-off, collected or not (a collected
     /// one is kept until then, so that a second collection is recognised).
     ExpiredDeviceCodes,
+    /// DPoP proofs whose window has passed: their jti can no longer be replayed.
+    ExpiredDpopProofs,
     /// Organisation invitations expired before the cut-off.
     ExpiredOrgInvitations,
     /// Client registration tokens (RFC 7591 initial access tokens) expired before the cut-off,
@@ -67,7 +69,7 @@ pub enum Purge {
 
 impl Purge {
     /// The batch statement, for SQLite and for PostgreSQL: `$1` the cut-off, `$2` the most rows to
-    /// delete. Each subquery filters on an indexed column (migrations 0001, 0003, 0005, 0022, 0023, 0024 and 0027), so a
+    /// delete. Each subquery filters on an indexed column (migrations 0001, 0003, 0005, 0022, 0023, 0024, 0027 and 0028), so a
     /// batch starts at the oldest rows instead of scanning past the ones it keeps.
     pub(super) const fn sql(self) -> (&'static str, &'static str) {
         match self {
@@ -81,6 +83,7 @@ impl Purge {
             Purge::ExpiredMailTokens => PURGE_EXPIRED_MAIL_TOKENS,
             Purge::ExpiredCodes => PURGE_EXPIRED_CODES,
             Purge::ExpiredDeviceCodes => PURGE_EXPIRED_DEVICE_CODES,
+            Purge::ExpiredDpopProofs => PURGE_EXPIRED_DPOP_PROOFS,
             Purge::ExpiredOrgInvitations => PURGE_EXPIRED_ORG_INVITATIONS,
             Purge::ExpiredRegistrationTokens => PURGE_EXPIRED_REGISTRATION_TOKENS,
             Purge::ExpiredFederationFlows => PURGE_EXPIRED_FEDERATION_FLOWS,
@@ -145,6 +148,8 @@ pub(super) const PURGE_EXPIRED_MAIL_TOKENS: Texts =
 pub(super) const PURGE_EXPIRED_CODES: Texts = purge_sql!("oauth_codes", "code_hash", "expires_at");
 pub(super) const PURGE_EXPIRED_DEVICE_CODES: Texts =
     purge_sql!("device_authorizations", "device_hash", "expires_at");
+pub(super) const PURGE_EXPIRED_DPOP_PROOFS: Texts =
+    purge_sql!("dpop_proofs", "proof_hash", "expires_at");
 pub(super) const PURGE_EXPIRED_ORG_INVITATIONS: Texts =
     purge_sql!("org_invitations", "id", "expires_at");
 pub(super) const PURGE_EXPIRED_REGISTRATION_TOKENS: Texts =

@@ -121,6 +121,7 @@ async fn the_cli_adds_a_client_with_every_flag_and_lists_it(backend: Backend) {
             "origin": "operator",
             "introspection": false,
             "pkceRequired": true,
+            "dpopBoundAccessTokens": false,
             "previousSecretExpiresAt": null,
             "metadataUrl": null,
         })

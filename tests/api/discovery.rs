@@ -32,6 +32,7 @@ async fn discovery_names_every_endpoint_under_the_public_url(backend: Backend) {
         "introspection_endpoint": at("/oauth2/introspect"),
         "end_session_endpoint": at("/oauth2/end-session"),
         "device_authorization_endpoint": at("/oauth2/device_authorization"),
+        "dpop_signing_alg_values_supported": ["ES256", "ES384", "RS256", "PS256", "EdDSA"],
         "scopes_supported": ["openid", "profile", "email", "offline_access", "roles", "contacts:read", "contacts:write"],
         "response_types_supported": ["code"],
         "response_modes_supported": ["query"],

@@ -38,6 +38,7 @@ mod contacts;
 mod device_grant;
 mod discovery;
 mod docs;
+mod dpop;
 mod errors;
 mod federation;
 mod federation_domains;

@@ -91,6 +91,8 @@ const FORGED: &[&str] = &[
     "Remote-Actor: 0190a000-0000-7000-8000-000000000001",
     "Remote_Actor: 0190a000-0000-7000-8000-000000000001",
     "REMOTE-ACTOR: 0190a000-0000-7000-8000-000000000001",
+    "Remote-Dpop: forged-thumbprint",
+    "Remote_Dpop: forged-thumbprint",
     "Remote-Key: 0190a000-0000-7000-8000-000000000002",
     "remote_key: 0190a000-0000-7000-8000-000000000002",
 ];
@@ -191,6 +193,7 @@ async fn passes_on_only_what_gatehouse_judged(kind: Kind, backend: Backend) {
             "remote-org-roles",
             "remote-client",
             "remote-actor",
+            "remote-dpop",
             "remote-key",
         ] {
             let values = remote.remove(empty).unwrap_or_default();

@@ -56,6 +56,36 @@ const refreshed = await oidc.refreshTokenGrant(config, tokens.refresh_token);
 assert(refreshed.refresh_token && refreshed.refresh_token !== tokens.refresh_token, "rotated");
 console.log("userinfo and refresh: ok");
 
+// DPoP (RFC 9449): the same flow with a key of the tool's (ES256, made by openid-client); its
+// tokens are bound to it, every call proves it, and without it they are worth nothing.
+const DPoP = oidc.getDPoPHandle(config, await oidc.randomDPoPKeyPair("ES256"));
+const third = await oidc.initiateDeviceAuthorization(config, { scope: `${scope} contacts:read` });
+await api("POST", "/api/v1/oauth2/device", person, { userCode: third.user_code, consent: true });
+const bound = await oidc.pollDeviceAuthorizationGrant(config, third, undefined, { DPoP });
+assert(bound.token_type.toLowerCase() === "dpop", `token_type ${bound.token_type}`);
+const boundInfo = await oidc.fetchUserInfo(config, bound.access_token, bound.claims().sub, { DPoP });
+assert(boundInfo.sub === USER_ID, "userinfo with a proof");
+const failed = (e) => e?.error ?? e?.cause?.error ?? e?.code ?? e?.message;
+const asBearer = await oidc.fetchUserInfo(config, bound.access_token, bound.claims().sub).then(() => "accepted", failed);
+assert(asBearer !== "accepted", "a bound token sent as a bearer token is refused");
+const contacts = await oidc.fetchProtectedResource(
+  config,
+  bound.access_token,
+  new URL(`${ISSUER}/api/v1/crm/contacts`),
+  "GET",
+  undefined,
+  undefined,
+  { DPoP },
+);
+assert(contacts.status === 200, `the business API with a proof: ${contacts.status}`);
+const renewedBound = await oidc.refreshTokenGrant(config, bound.refresh_token, undefined, { DPoP });
+assert(renewedBound.token_type.toLowerCase() === "dpop", "the refresh keeps the binding");
+const keyless = await oidc.refreshTokenGrant(config, renewedBound.refresh_token).then(() => "accepted", failed);
+assert(keyless === "invalid_grant", `a bound refresh token without the key: ${keyless}`);
+const again = await oidc.refreshTokenGrant(config, renewedBound.refresh_token, undefined, { DPoP });
+assert(again.access_token, "the refresh token was not used up by the keyless attempt");
+console.log("DPoP: ok");
+
 // Denied: openid-client's poll ends with access_denied.
 const second = await oidc.initiateDeviceAuthorization(config, { scope });
 await api("POST", "/api/v1/oauth2/device", person, { userCode: second.user_code, consent: false });

@@ -70,6 +70,9 @@ pub struct ClientView {
     /// Must use PKCE (always for a public client); `false`: a confidential client the operator
     /// let off, whose authorizations must carry `nonce` for `openid`.
     pkce_required: bool,
+    /// Must prove a DPoP key at the token endpoint (RFC 9449 §5.2's `dpop_bound_access_tokens`):
+    /// every token it gets is bound to its key.
+    dpop_bound_access_tokens: bool,
     /// Until when the secret before the last rotation still works; `null` when none does.
     #[schema(format = DateTime)]
     previous_secret_expires_at: Option<String>,
@@ -98,6 +101,7 @@ impl From<Client> for ClientView {
             org_id: c.org_id,
             introspection: c.introspection,
             pkce_required: c.pkce_required,
+            dpop_bound_access_tokens: c.dpop_required,
             previous_secret_expires_at: c.previous_secret.map(|(_, until)| rfc3339(until)),
         }
     }
@@ -177,6 +181,8 @@ struct CreateRequest {
     introspection: Option<bool>,
     /// Default `true`; `false` lets a confidential client off PKCE (a legacy relying party).
     pkce_required: Option<bool>,
+    /// Default `false`; `true`: token requests without a DPoP proof are refused (RFC 9449 §5.2).
+    dpop_bound_access_tokens: Option<bool>,
 }
 
 fn uri_error() -> Error {
@@ -210,6 +216,7 @@ async fn create(
         org_id: body.org_id,
         introspection: body.introspection,
         pkce_required: body.pkce_required,
+        dpop_required: body.dpop_bound_access_tokens,
     };
     let (client, secret) = state.auth.clients.create(admin.op(), new).await?;
     Ok((
@@ -276,6 +283,9 @@ struct PatchRequest {
     #[serde(deserialize_with = "given")]
     #[schema(value_type = Option<bool>)]
     pkce_required: Option<Option<bool>>,
+    #[serde(deserialize_with = "given")]
+    #[schema(value_type = Option<bool>)]
+    dpop_bound_access_tokens: Option<Option<bool>>,
 }
 
 impl PatchRequest {
@@ -293,6 +303,7 @@ impl PatchRequest {
         let scopes = not_null(n, "scopes", self.scopes);
         let introspection = not_null(n, "introspection", self.introspection);
         let pkce_required = not_null(n, "pkceRequired", self.pkce_required);
+        let dpop_required = not_null(n, "dpopBoundAccessTokens", self.dpop_bound_access_tokens);
         let id_token_alg = not_null(
             n,
             "idTokenSignedResponseAlg",
@@ -313,6 +324,7 @@ impl PatchRequest {
             id_token_alg,
             introspection,
             pkce_required,
+            dpop_required,
         })
     }
 }

@@ -73,6 +73,9 @@ struct ProviderMetadata {
     /// RFC 8628.
     #[schema(example = "https://login.example.com/oauth2/device_authorization")]
     device_authorization_endpoint: String,
+    /// RFC 9449 §5.1: the algorithms a DPoP proof may be signed with.
+    #[schema(example = json!(["ES256", "ES384", "RS256", "PS256", "EdDSA"]))]
+    dpop_signing_alg_values_supported: [&'static str; 5],
     /// The OpenID scopes and every business API's (docs/guide/resources.md).
     #[schema(example = json!(["openid", "profile", "email", "offline_access", "roles", "contacts:read", "contacts:write"]))]
     scopes_supported: Vec<String>,
@@ -129,6 +132,7 @@ impl ProviderMetadata {
             introspection_endpoint: at("/oauth2/introspect"),
             end_session_endpoint: at("/oauth2/end-session"),
             device_authorization_endpoint: at("/oauth2/device_authorization"),
+            dpop_signing_alg_values_supported: crate::auth::dpop::PROOF_ALGS,
             scopes_supported: (state.auth.resources.catalog().all().iter())
                 .map(|s| (*s).to_owned())
                 .collect(),

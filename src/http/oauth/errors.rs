@@ -46,7 +46,9 @@ pub(crate) fn status(code: OAuthError) -> StatusCode {
         | OAuthError::InvalidClientMetadata
         | OAuthError::AuthorizationPending
         | OAuthError::SlowDown
-        | OAuthError::ExpiredToken => StatusCode::BAD_REQUEST,
+        | OAuthError::ExpiredToken
+        | OAuthError::InvalidDpopProof
+        | OAuthError::UseDpopNonce => StatusCode::BAD_REQUEST,
     }
 }
 

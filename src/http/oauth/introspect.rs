@@ -72,7 +72,8 @@ struct IntrospectionAnswer {
     #[schema(format = Uuid)]
     jti: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    /// `Bearer` for an access token, `api_key` for a personal API key (docs/api.md §12).
+    /// `Bearer` for an access token, `DPoP` for one bound to a key (RFC 9449), `api_key` for a
+    /// personal API key (docs/api.md §12).
     #[schema(example = "Bearer")]
     token_type: Option<&'static str>,
     /// The client the token was issued to (RFC 7662 §2.2); absent for the person's own sign-in.
@@ -88,6 +89,11 @@ struct IntrospectionAnswer {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[schema(value_type = Object, example = json!({"sub": "0190a000-0000-7000-8000-000000000001"}))]
     act: Option<crate::auth::tokens::Act>,
+    /// The DPoP key the token is bound to (RFC 9449 §6.2: `{"jkt": …}`): a resource server
+    /// accepts it only with a proof by that key; absent for a bearer token.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Object, example = json!({"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}))]
+    cnf: Option<crate::auth::tokens::Cnf>,
 }
 
 /// Introspect a token (RFC 7662), as a resource server the operator designated (`gatehouse
@@ -158,10 +164,15 @@ fn answer(live: Introspection) -> IntrospectionAnswer {
         exp: Some(claims.exp),
         iat: Some(claims.iat),
         jti: Some(claims.jti.to_string()),
-        token_type: Some("Bearer"),
+        token_type: Some(if claims.cnf.is_some() {
+            "DPoP"
+        } else {
+            "Bearer"
+        }),
         client_id: claims.client_id,
         scope: claims.scope,
         act: claims.act,
+        cnf: claims.cnf,
         ..IntrospectionAnswer::default()
     };
     match holder {

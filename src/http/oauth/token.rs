@@ -27,6 +27,7 @@ pub(super) fn router() -> OpenApiRouter<AppState> {
 #[derive(Serialize, ToSchema)]
 struct TokenAnswer {
     access_token: String,
+    /// `DPoP` for tokens bound to the key of the request's DPoP proof (RFC 9449).
     #[schema(example = "Bearer")]
     token_type: &'static str,
     /// Seconds the access token lives.
@@ -81,6 +82,10 @@ async fn token(
         Ok(called) => called,
         Err(refused) => return refused,
     };
+    let dpop = match crate::http::dpop::proof_header(&headers) {
+        Ok(proof) => proof.map(str::to_owned),
+        Err(why) => return refusal(OAuthError::InvalidDpopProof, why),
+    };
     let param = |name: &str| single(&form, name).map(|v| v.map(str::to_owned));
     let request = (|| {
         Ok::<_, ()>(TokenRequest {
@@ -96,17 +101,18 @@ async fn token(
             subject_token_type: param("subject_token_type")?,
             actor_token: param("actor_token")?,
             requested_token_type: param("requested_token_type")?,
+            dpop,
         })
     })();
     let Ok(request) = request else {
         return refusal(OAuthError::InvalidRequest, "a parameter was repeated");
     };
-    match state.auth.oauth.token(&client, &request, &from).await {
+    let mut response = match state.auth.oauth.token(&client, &request, &from).await {
         Ok(answer) => no_store(
             StatusCode::OK,
             TokenAnswer {
                 access_token: answer.access_token,
-                token_type: "Bearer",
+                token_type: answer.token_type,
                 expires_in: answer.expires_in,
                 scope: answer.scope,
                 id_token: answer.id_token,
@@ -116,5 +122,12 @@ async fn token(
         ),
         Err(OAuthFailure::Refused { error, description }) => refusal(error, description),
         Err(OAuthFailure::Failed(error)) => failed(error),
+    };
+    // RFC 9449 §8: every answer gives the nonce the next proof must carry, when one is asked.
+    if let Some(nonce) = state.auth.oauth.dpop_nonce() {
+        if let Ok(value) = axum::http::HeaderValue::from_str(&nonce) {
+            response.headers_mut().insert("dpop-nonce", value);
+        }
     }
+    response
 }

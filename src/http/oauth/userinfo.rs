@@ -11,7 +11,6 @@ use utoipa_axum::routes;
 
 use super::errors::{self, Bearer, OAuthErrorBody};
 use crate::http::AppState;
-use crate::http::extract::bearer_token;
 use crate::provider::{OAuthError, UserInfoError, scopes};
 
 pub(super) fn router() -> OpenApiRouter<AppState> {
@@ -55,13 +54,26 @@ fn bearer_refusal(error: Option<OAuthError>, scope: Option<&str>) -> Response {
     response
 }
 
-async fn answer(state: AppState, headers: HeaderMap) -> Response {
+async fn answer(state: AppState, method: axum::http::Method, headers: HeaderMap) -> Response {
     if let Err(error) = state.require_provider() {
         return error.into_response();
     }
-    let Some(token) = bearer_token(&headers) else {
+    let Some(presented) = crate::http::dpop::presented(&headers) else {
         return bearer_refusal(None, None);
     };
+    let token = presented.token();
+    if let Err(why) = crate::http::dpop::own_request_checked(
+        &state,
+        &headers,
+        presented,
+        method.as_str(),
+        "/oauth2/userinfo",
+    )
+    .await
+    {
+        tracing::debug!(why, "userinfo's DPoP was refused");
+        return bearer_refusal(Some(OAuthError::InvalidToken), None);
+    }
     match state.auth.oauth.userinfo(token).await {
         Ok(info) => {
             let mut response = axum::Json(info).into_response();
@@ -90,7 +102,7 @@ async fn answer(state: AppState, headers: HeaderMap) -> Response {
         (status = 403, description = "The token lacks the openid scope", body = OAuthErrorBody),
         (status = 404, description = "The OpenID provider is off")))]
 async fn userinfo_get(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    answer(state, headers).await
+    answer(state, axum::http::Method::GET, headers).await
 }
 
 /// `GET /oauth2/userinfo`, by POST (OpenID Connect Core §5.3.1).
@@ -101,5 +113,5 @@ async fn userinfo_get(State(state): State<AppState>, headers: HeaderMap) -> Resp
         (status = 403, description = "The token lacks the openid scope", body = OAuthErrorBody),
         (status = 404, description = "The OpenID provider is off")))]
 async fn userinfo_post(State(state): State<AppState>, headers: HeaderMap) -> Response {
-    answer(state, headers).await
+    answer(state, axum::http::Method::POST, headers).await
 }

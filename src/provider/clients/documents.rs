@@ -108,6 +108,7 @@ impl Clients {
             introspection: false,
             previous_secret: None,
             pkce_required: true,
+            dpop_required: checked.dpop_required,
             created_at: stored.as_ref().map_or(now, |c| c.created_at),
             updated_at: stored.as_ref().map_or(now, |c| now.max(c.updated_at + 1)),
             origin,

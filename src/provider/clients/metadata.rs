@@ -37,6 +37,9 @@ pub struct ClientMetadata {
     pub post_logout_redirect_uris: Option<Vec<String>>,
     #[serde(default)]
     pub id_token_signed_response_alg: Option<String>,
+    /// RFC 9449 §5.2: the client asks that its tokens always be DPoP-bound.
+    #[serde(default)]
+    pub dpop_bound_access_tokens: Option<bool>,
 }
 
 /// Why metadata was refused: the RFC 7591 §3.2.2 error and a sentence.
@@ -172,6 +175,8 @@ pub(super) fn new_client(
         introspection: Some(false),
         // Nor let off PKCE: only an operator may, for a relying party it knows.
         pkce_required: Some(true),
+        // A client may bind itself more strictly, never less.
+        dpop_required: meta.dpop_bound_access_tokens,
     })
 }
 

@@ -164,6 +164,7 @@ impl Clients {
             // a client off PKCE.
             introspection: checked.introspection && origin == ClientOrigin::Operator,
             pkce_required: checked.pkce_required || origin != ClientOrigin::Operator,
+            dpop_required: checked.dpop_required,
             previous_secret: None,
             origin,
         };
@@ -207,6 +208,7 @@ impl Clients {
             id_token_alg: checked.id_token_alg,
             introspection: checked.introspection && current.origin == ClientOrigin::Operator,
             pkce_required: checked.pkce_required || current.origin != ClientOrigin::Operator,
+            dpop_required: checked.dpop_required,
             // Never later than now, and always after the last change (clocks of two instances).
             updated_at: self.core.clock.now_ms().max(current.updated_at + 1),
             ..current

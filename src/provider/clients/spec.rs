@@ -39,6 +39,8 @@ pub struct NewClient {
     pub introspection: Option<bool>,
     /// Whether it must use PKCE; `None`: it must. A public client always must.
     pub pkce_required: Option<bool>,
+    /// Whether it must prove a DPoP key at the token endpoint (RFC 9449 §5.2); `None`: it need not.
+    pub dpop_required: Option<bool>,
 }
 
 /// A change of a client: each `Some` field replaces the client's (`backchannel_logout_uri:
@@ -57,6 +59,7 @@ pub struct ClientChanges {
     pub id_token_alg: Option<String>,
     pub introspection: Option<bool>,
     pub pkce_required: Option<bool>,
+    pub dpop_required: Option<bool>,
 }
 
 impl ClientChanges {
@@ -72,6 +75,7 @@ impl ClientChanges {
             && self.id_token_alg.is_none()
             && self.introspection.is_none()
             && self.pkce_required.is_none()
+            && self.dpop_required.is_none()
     }
 
     /// The client as it would be with these changes, as a `NewClient` to check again whole (a
@@ -116,6 +120,7 @@ impl ClientChanges {
             org_id: client.org_id,
             introspection: Some(self.introspection.unwrap_or(client.introspection)),
             pkce_required: Some(self.pkce_required.unwrap_or(client.pkce_required)),
+            dpop_required: Some(self.dpop_required.unwrap_or(client.dpop_required)),
         })
     }
 }
@@ -134,6 +139,7 @@ pub struct Checked {
     pub id_token_alg: SigningAlg,
     pub introspection: bool,
     pub pkce_required: bool,
+    pub dpop_required: bool,
 }
 
 impl NewClient {
@@ -244,6 +250,7 @@ impl NewClient {
                 id_token_alg: id_token_alg?,
                 introspection,
                 pkce_required,
+                dpop_required: self.dpop_required.unwrap_or(false),
             })
         })();
         v.finish(checked)
@@ -447,6 +454,7 @@ mod tests {
             org_id: None,
             introspection: None,
             pkce_required: None,
+            dpop_required: None,
         };
         assert_eq!(
             refused(bad),

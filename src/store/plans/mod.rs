@@ -66,6 +66,7 @@ INSERT INTO device_authorizations (device_hash, user_code_hash, client_id, scope
                                    expires_at, interval_ms, status)
 SELECT {bytes}, {bytes}, c.id, 'openid', u.created_at, u.created_at + 600, 5000, 'pending'
 FROM users u CROSS JOIN api_clients c;
+INSERT INTO dpop_proofs (proof_hash, expires_at) SELECT {bytes}, created_at + 65000 FROM users;
 INSERT INTO org_invitations (id, org_id, email, email_normalized, roles, token_hash, created_at,
                              expires_at)
 SELECT {id}, o.id, 'i' || u.created_at || '@example.com', 'i' || u.created_at || '@example.com',

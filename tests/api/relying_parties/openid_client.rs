@@ -22,12 +22,20 @@ both_backends!(
 /// `initiateDeviceAuthorization` and `pollDeviceAuthorizationGrant` (which waits the interval,
 /// and is told `authorization_pending` once: the person answers late), the ID token validated,
 /// userinfo, a refresh; a request the person denies ends in `access_denied`. Details in the
-/// script. The person's connected applications then list the tool, and its session is one.
+/// script. Then the same with DPoP (an ES256 key openid-client makes): bound tokens, userinfo, the
+/// business API and a refresh with proofs (the token endpoint asking for its nonce, which
+/// openid-client supplies on its own), the refresh token refused without the key. The person's
+/// connected applications then list the tool, with its two sessions.
 async fn openid_client_signs_a_tool_in_by_the_device_grant(backend: Backend) {
     if !node_ready() || !packages_ready(&["openid-client"]) {
         return;
     }
-    let provider = provider(backend, "127.0.0.1").await;
+    // DPoP nonces asked for (RFC 9449 §8): openid-client answers use_dpop_nonce by itself.
+    let args = SettingsArgs {
+        oauth_dpop_nonce: Some("required".into()),
+        ..SettingsArgs::default()
+    };
+    let provider = provider_with(backend, "127.0.0.1", args).await;
     let app = &provider.app;
     let user = app.create_user("ann@example.com", PASSWORD).await;
     let tool = add_client(
@@ -45,6 +53,8 @@ async fn openid_client_signs_a_tool_in_by_the_device_grant(backend: Backend) {
             "profile",
             "--scope",
             "offline_access",
+            "--scope",
+            "contacts:read",
         ],
     );
     let env = vec![
@@ -67,7 +77,9 @@ async fn openid_client_signs_a_tool_in_by_the_device_grant(backend: Backend) {
     let tools = (sessions.data(200)["items"].as_array().unwrap().iter())
         .filter(|s| s["client"]["name"] == "Acme CLI")
         .count();
-    assert_eq!(tools, 1, "{:#}", sessions.body);
+    // The bearer tool's session and the DPoP-bound one's.
+    assert_eq!(tools, 2, "{:#}", sessions.body);
+    assert!(printed.contains("DPoP: ok"), "{printed}");
 }
 
 /// `dynamicClientRegistration` with an operator's initial access token (docs/api.md §12), for a
