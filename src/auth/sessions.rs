@@ -85,10 +85,10 @@ impl Sessions {
         self.core.dpop_proof(proof, request).await
     }
 
-    /// The DPoP key an access token is bound to (its `cnf.jkt`); `None` for a bearer token and
-    /// for a token that does not verify (the caller's own check refuses that one).
-    pub fn bound_key(&self, access_token: &str) -> Option<std::sync::Arc<str>> {
-        (self.core.tokens.verify_access_cached(access_token).ok()).and_then(|v| v.jkt)
+    /// The DPoP key an access token is bound to (its `cnf.jkt`): `Some(None)` for a bearer
+    /// token, `None` for a token that does not verify (the caller's own check refuses it).
+    pub fn bound_key(&self, access_token: &str) -> Option<Option<std::sync::Arc<str>>> {
+        (self.core.tokens.verify_access_cached(access_token).ok()).map(|v| v.jkt)
     }
 
     /// The caller of one of the person's own calls (the account, organisations, administration,

@@ -232,7 +232,7 @@ async fn sender_checked(
     presented: super::dpop::Presented<'_>,
     described: &Described,
 ) -> Result<(), &'static str> {
-    let jkt = super::dpop::bound_key(state, presented.token());
+    let binding = super::dpop::binding(state, presented.token());
     type Htu<'a> = Box<dyn Fn(&str) -> bool + Send + Sync + 'a>;
     let (method, htu): (&str, Htu<'_>) = match described {
         Described::Request(target) => {
@@ -249,7 +249,7 @@ async fn sender_checked(
         }
         _ => ("", Box::new(|_: &str| false)),
     };
-    super::dpop::sender_checked(state, headers, presented, jkt.as_deref(), method, &*htu).await
+    super::dpop::sender_checked(state, headers, presented, &binding, method, &*htu).await
 }
 
 fn log_denied(described: &Described, peer: SocketAddr, state: &AppState) {

@@ -5,6 +5,8 @@
 //! hash, a `jti` never seen); a token bound to no key only as a bearer token. The proof's checks
 //! are `auth::dpop`'s; this reads the request.
 
+use std::sync::Arc;
+
 use axum::http::{HeaderMap, header};
 
 use super::AppState;
@@ -62,25 +64,50 @@ pub(crate) fn proof_header(headers: &HeaderMap) -> Result<Option<&str>, &'static
         .map_err(|_| "the DPoP header is not a JWT")
 }
 
-/// Whether `presented`, bound to `jkt` (its `cnf.jkt`; `None`: a bearer token), may be used for
-/// a request of `method` whose URL `htu` recognises: the rule of this module. `Err` says why not,
-/// for developers.
+/// What a presented credential is bound to.
+pub(crate) enum Binding {
+    /// An access token bound to this DPoP key (its `cnf.jkt`).
+    Key(Arc<str>),
+    /// A bearer credential: an access token bound to no key, or an API key.
+    Bearer,
+    /// Not a token that verifies (expired, revoked keys, garbage): the endpoint's own check
+    /// refuses it, in its own words (an expired token is `TOKEN_EXPIRED`, not a DPoP fault).
+    Unverified,
+}
+
+/// The binding of the credential `token`.
+pub(crate) fn binding(state: &AppState, token: &str) -> Binding {
+    if crate::auth::api_keys::is_api_key(token) {
+        return Binding::Bearer;
+    }
+    match state.auth.sessions.bound_key(token) {
+        Some(Some(jkt)) => Binding::Key(jkt),
+        Some(None) => Binding::Bearer,
+        None => Binding::Unverified,
+    }
+}
+
+/// Whether `presented`, of `binding`, may be used for a request of `method` whose URL `htu`
+/// recognises: the rule of this module. `Err` says why not, for developers.
 pub(crate) async fn sender_checked(
     state: &AppState,
     headers: &HeaderMap,
     presented: Presented<'_>,
-    jkt: Option<&str>,
+    binding: &Binding,
     method: &str,
     htu: &(dyn Fn(&str) -> bool + Sync),
 ) -> Result<(), &'static str> {
-    let (Presented::Dpop(token), Some(jkt)) = (presented, jkt) else {
-        return match (presented, jkt) {
-            (Presented::Bearer(_), None) => Ok(()),
-            (Presented::Bearer(_), Some(_)) => Err(
+    let (token, jkt) = match (presented, binding) {
+        (_, Binding::Unverified) | (Presented::Bearer(_), Binding::Bearer) => return Ok(()),
+        (Presented::Bearer(_), Binding::Key(_)) => {
+            return Err(
                 "the token is bound to a DPoP key: send it as Authorization: DPoP, with a proof",
-            ),
-            _ => Err("the token is not bound to a DPoP key: send it as Authorization: Bearer"),
-        };
+            );
+        }
+        (Presented::Dpop(_), Binding::Bearer) => {
+            return Err("the token is not bound to a DPoP key: send it as Authorization: Bearer");
+        }
+        (Presented::Dpop(token), Binding::Key(jkt)) => (token, jkt),
     };
     let Some(proof) = proof_header(headers)? else {
         return Err("a DPoP-bound token needs a DPoP proof");
@@ -91,7 +118,7 @@ pub(crate) async fn sender_checked(
         access_token: Some(token),
     };
     match state.auth.sessions.dpop_proof(proof, &request).await {
-        Ok(Ok(proof)) if proof.jkt == jkt => Ok(()),
+        Ok(Ok(proof)) if *proof.jkt == **jkt => Ok(()),
         Ok(Ok(_)) => Err("the DPoP proof is signed by another key than the token is bound to"),
         Ok(Err(bad)) => Err(bad.0),
         // The store is away: the proof's single use cannot be checked, so it is not accepted.
@@ -107,14 +134,8 @@ pub(crate) async fn own_request_checked(
     method: &str,
     path: &str,
 ) -> Result<(), &'static str> {
-    let jkt = bound_key(state, presented.token());
+    let binding = binding(state, presented.token());
     let url = format!("{}{path}", state.public_url);
     let htu = |htu: &str| crate::auth::dpop::same_target(htu, &url);
-    sender_checked(state, headers, presented, jkt.as_deref(), method, &htu).await
-}
-
-/// The bound key of an access token (`None`: a bearer token, an API key, or a token that does
-/// not verify, which the endpoint's own check refuses).
-pub(crate) fn bound_key(state: &AppState, token: &str) -> Option<std::sync::Arc<str>> {
-    state.auth.sessions.bound_key(token)
+    sender_checked(state, headers, presented, &binding, method, &htu).await
 }

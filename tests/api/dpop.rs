@@ -469,6 +469,19 @@ async fn hostile_proofs_are_refused_and_use_nothing_up(backend: Backend) {
         .call(Method::GET, "/api/v1/auth/me", Some(&plain), None)
         .await;
     gone.data(200);
+    // Expired, a bound token is told so as any token is (the client then refreshes).
+    app.clock()
+        .advance(std::time::Duration::from_secs(25 * 3600));
+    let late = proof(&app, &key, "GET", &contacts, Some(&access));
+    let answer = app
+        .send(
+            app.client
+                .get(app.url("/api/v1/crm/contacts"))
+                .header("authorization", format!("DPoP {access}"))
+                .header("dpop", late),
+        )
+        .await;
+    answer.error(401, "TOKEN_EXPIRED");
 }
 
 /// Forward-auth checks the proof against the request the trusted proxy describes (method, host,
