@@ -133,6 +133,11 @@ impl Core {
         self.auditor.record(event, subject).await;
     }
 
+    /// `audit`, the answer not waiting for the row (`Auditor::record_in_background`).
+    pub(crate) fn audit_in_background(&self, event: AuditEvent, subject: Subject<'_>) {
+        self.auditor.record_in_background(event, subject);
+    }
+
     /// The caller's account. A session outliving its user cannot happen (ON DELETE CASCADE);
     /// were it to, the token is as good as invalid.
     /// `GATEHOUSE_REQUIRE_VERIFIED_EMAIL=on`: no way in (password, passkey, refresh) opens or

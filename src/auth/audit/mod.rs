@@ -114,4 +114,24 @@ impl Auditor {
             tracing::warn!(event = event.name(), error = %error, "cannot record an audit event");
         }
     }
+
+    /// `record`, without the caller waiting for the row: for an event of a path served thousands
+    /// of times a second (a token exchange), whose answer needs nothing of the write. Recording
+    /// is best-effort either way (a failure is logged, never answered); the row lands within the
+    /// time of one write.
+    pub fn record_in_background(&self, event: AuditEvent, subject: Subject<'_>) {
+        let auditor = self.clone();
+        let client = subject.client.cloned();
+        let (user_id, session_id, actor_id) =
+            (subject.user_id, subject.session_id, subject.actor_id);
+        tokio::spawn(async move {
+            let subject = Subject {
+                user_id,
+                session_id,
+                actor_id,
+                client: client.as_ref(),
+            };
+            auditor.record(event, subject).await;
+        });
+    }
 }
