@@ -63,6 +63,7 @@ impl Admin {
             multi_factor: identity.multi_factor,
             org: identity.org,
             scopes: None,
+            dpop_jkt: None,
         })
     }
 }

@@ -73,6 +73,7 @@ impl Sessions {
             multi_factor: claims.multi_factor,
             org,
             scopes: claims.scopes,
+            dpop_jkt: claims.jkt,
         })
     }
 

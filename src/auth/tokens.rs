@@ -2,6 +2,9 @@
 //! Access and refresh tokens differ in `typ` and `aud`, and each verifier demands its own, so
 //! neither is ever taken for the other. A token is verified with the published key its `kid`
 //! names, and only if its header names that key's own algorithm.
+//!
+//! One file rather than claims and verification apart: each claim set is read by the verifier
+//! beside it, and the cache of verified tokens is the verifier's.
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;

@@ -14,6 +14,8 @@
 //!
 //! What to answer is the guard's decision (`guard::forward_auth`); this file reads the proxies'
 //! headers into what it judges and writes the answer in each proxy's convention.
+//!
+//! One file: the two proxies' conventions share every step from the headers to the answer.
 
 use std::net::SocketAddr;
 

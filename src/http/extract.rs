@@ -204,35 +204,43 @@ impl FromRequestParts<AppState> for ApiUser {
     type Rejection = Error;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, Error> {
+        let is_key = crate::http::dpop::presented(&parts.headers)
+            .map(|p| crate::auth::api_keys::is_api_key(p.token()))
+            .ok_or(Error::Unauthenticated)?;
+        // A key's use is noted with the caller's address (a new one is audited).
+        let caller = match is_key {
+            true => Some(Caller::from_request_parts(parts, state).await?.0),
+            false => None,
+        };
         let presented =
             crate::http::dpop::presented(&parts.headers).ok_or(Error::Unauthenticated)?;
         let token = presented.token();
+        let who = match &caller {
+            Some(client) => state.auth.api_keys.authenticate(token, client).await?,
+            None => state.auth.sessions.authenticate(token).await?,
+        };
         // A DPoP-bound token only with a proof by its key for this request; any other only as a
-        // bearer token (RFC 9449 §7).
-        let method = parts.method.as_str();
+        // bearer token (RFC 9449 §7). The binding is the verified token's, read once.
+        let binding = match &who.dpop_jkt {
+            Some(jkt) => crate::http::dpop::Binding::Key(jkt.clone()),
+            None => crate::http::dpop::Binding::Bearer,
+        };
         // Nested routers see their own part of the path; the proof names the whole URL.
         let original = parts.extensions.get::<axum::extract::OriginalUri>();
-        let path = original.map_or(parts.uri.path(), |o| o.0.path()).to_owned();
-        let path = path.as_str();
-        if let Err(why) =
-            crate::http::dpop::own_request_checked(state, &parts.headers, presented, method, path)
-                .await
-        {
+        let path = original.map_or(parts.uri.path(), |o| o.0.path());
+        let request = (parts.method.as_str(), path);
+        let checked = crate::http::dpop::own_request_checked(
+            state,
+            &parts.headers,
+            presented,
+            &binding,
+            request,
+        );
+        if let Err(why) = checked.await {
             tracing::debug!(why, "a business call's DPoP was refused");
             return Err(Error::TokenInvalid);
         }
-        if crate::auth::api_keys::is_api_key(token) {
-            // A key's use is noted with the caller's address (a new one is audited).
-            let token = token.to_owned();
-            let Caller(client) = Caller::from_request_parts(parts, state).await?;
-            return state
-                .auth
-                .api_keys
-                .authenticate(&token, &client)
-                .await
-                .map(ApiUser);
-        }
-        state.auth.sessions.authenticate(token).await.map(ApiUser)
+        Ok(ApiUser(who))
     }
 }
 

@@ -137,6 +137,9 @@ pub struct Principal {
     /// What a client's token may do at the business API; `None`: a token without a `scope`
     /// claim (the person's own sign-in), not limited.
     pub scopes: Option<ApiScopes>,
+    /// The DPoP key the token is bound to (its `cnf.jkt`, RFC 9449); `None` for a bearer token
+    /// and an API key. The caller's request must carry a proof by it (`http::dpop`).
+    pub dpop_jkt: Option<std::sync::Arc<str>>,
 }
 
 /// The scopes a client's token or an API key carries (docs/api.md §11 "Scopes", §12): what it may

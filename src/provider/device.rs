@@ -182,7 +182,7 @@ impl Provider {
         person: Person,
         ip: Option<IpAddr>,
     ) -> Result<DeviceConsent> {
-        let (_, request, client) = self.waiting_device(typed, person, ip).await?;
+        let (_, request, client, _) = self.waiting_device(typed, person, ip).await?;
         let orgs = self.org_offer(&client, person.user_id, None).await?;
         Ok(DeviceConsent {
             client,
@@ -204,8 +204,7 @@ impl Provider {
         from: (Option<IpAddr>, &ClientInfo),
     ) -> Result<DeviceAnswer> {
         let (ip, info) = from;
-        let (session, request, client) = self.waiting_device(typed, person, ip).await?;
-        let code_hash = sha256(typed_user_code(typed).unwrap_or_default().as_bytes());
+        let (session, request, client, code_hash) = self.waiting_device(typed, person, ip).await?;
         let now = self.core.clock.now_ms();
         let subject = Subject::user(person.user_id)
             .in_session(session.id)
@@ -264,15 +263,16 @@ impl Provider {
         Ok(DeviceAnswer::Approved)
     }
 
-    /// The person's own live session (a client's cannot approve another client), and the
-    /// authorization their typed code names with its client. Wrong codes are guesses: counted per
-    /// account in the database (every instance) and per address, only when they miss.
+    /// The person's own live session (a client's cannot approve another client), the
+    /// authorization their typed code names with its client, and the code's hash. Wrong codes
+    /// are guesses: counted per account in the database (every instance) and per address, only
+    /// when they miss.
     async fn waiting_device(
         &self,
         typed: &str,
         person: Person,
         ip: Option<IpAddr>,
-    ) -> Result<(Session, DeviceRequest, Client)> {
+    ) -> Result<(Session, DeviceRequest, Client, [u8; 32])> {
         let Some(code) = typed_user_code(typed) else {
             return Err(Error::field(
                 "userCode",
@@ -291,12 +291,13 @@ impl Provider {
         }
         let throttle = &self.core.throttle;
         throttle.device_guess_check(ip)?;
+        let code_hash = sha256(code.as_bytes());
         let now = self.core.clock.now_ms();
         let key = format!("device-code:{}", person.user_id);
         let found = throttle
             .within_allowance(&key, async {
                 let Some(request) = (self.core.store)
-                    .pending_device_request(&sha256(code.as_bytes()), now)
+                    .pending_device_request(&code_hash, now)
                     .await?
                 else {
                     return Ok(None);
@@ -309,7 +310,7 @@ impl Provider {
             })
             .await?;
         match found {
-            Some((request, client)) => Ok((session, request, client)),
+            Some((request, client)) => Ok((session, request, client, code_hash)),
             None => {
                 throttle.device_guess_missed(ip);
                 Err(unknown_code())

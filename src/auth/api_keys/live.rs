@@ -64,6 +64,7 @@ impl LiveKey {
             multi_factor: false,
             org: self.holder.org,
             scopes: Some(self.key.scopes),
+            dpop_jkt: None,
         }
     }
 }

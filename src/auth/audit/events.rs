@@ -1,5 +1,8 @@
 //! The audit trail's events, typed: each has its stored name and its detail, built here and
 //! nowhere else, so the names and details listed in docs/api.md stay what the code writes.
+//!
+//! One file: every event beside its stored name and detail, so that a new event cannot miss
+//! either (the matches are exhaustive).
 
 use uuid::Uuid;
 

@@ -62,14 +62,10 @@ async fn answer(state: AppState, method: axum::http::Method, headers: HeaderMap)
         return bearer_refusal(None, None);
     };
     let token = presented.token();
-    if let Err(why) = crate::http::dpop::own_request_checked(
-        &state,
-        &headers,
-        presented,
-        method.as_str(),
-        "/oauth2/userinfo",
-    )
-    .await
+    let binding = crate::http::dpop::binding(&state, token);
+    let request = (method.as_str(), "/oauth2/userinfo");
+    if let Err(why) =
+        crate::http::dpop::own_request_checked(&state, &headers, presented, &binding, request).await
     {
         tracing::debug!(why, "userinfo's DPoP was refused");
         return bearer_refusal(Some(OAuthError::InvalidToken), None);

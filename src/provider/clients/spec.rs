@@ -1,6 +1,8 @@
 //! What a client is registered with, checked: `NewClient` (the CLI's flags, the admin API's POST)
 //! and `ClientChanges` (the admin API's PATCH) become the fields of a `Client`, or a
 //! `VALIDATION_ERROR` naming every bad field by its API name (the CLI names its flag instead).
+//!
+//! Its tests are most of its length: every field's rule, named as the API names it.
 
 use super::names::check_name;
 use crate::addresses::redirect::{self, UriUse};
