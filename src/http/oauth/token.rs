@@ -61,7 +61,10 @@ fn refusal(error: OAuthError, description: impl Into<String>) -> Response {
 /// (`device_code`; RFC 8628 §3.5's `authorization_pending`, `slow_down`, `expired_token`),
 /// `urn:ietf:params:oauth:grant-type:token-exchange` (RFC 8693: `subject_token`, an access token
 /// of a person; `subject_token_type`; optional `scope`, `resource`): a token whose `act` names
-/// the client. Every answer carries `Cache-Control: no-store`.
+/// the client. A `DPoP` header (RFC 9449: a proof of the client's key for `POST` here) binds the
+/// tokens to that key (`token_type: DPoP`, `cnf.jkt`); a bad one is `invalid_dpop_proof`, and with
+/// `GATEHOUSE_OAUTH_DPOP_NONCE=required` one without this server's nonce is `use_dpop_nonce`
+/// (every answer then carries `DPoP-Nonce`). Every answer carries `Cache-Control: no-store`.
 #[utoipa::path(post, path = "/oauth2/token", tag = "oauth",
     request_body(content = String, content_type = "application/x-www-form-urlencoded",
         description = "grant_type=authorization_code&code=…&redirect_uri=…&code_verifier=…"),

@@ -88,7 +88,9 @@ async fn answer(state: AppState, method: axum::http::Method, headers: HeaderMap)
 
 /// The person's claims for an access token granted `openid` (OpenID Connect Core §5.3).
 ///
-/// `Authorization: Bearer <access token>`. Errors per RFC 6750: 401 with `WWW-Authenticate:
+/// `Authorization: Bearer <access token>`, or `Authorization: DPoP <access token>` with a `DPoP`
+/// proof for this request for a token bound to a key (RFC 9449). Errors per RFC 6750: 401 with
+/// `WWW-Authenticate:
 /// Bearer error="invalid_token"` for an expired, revoked or unknown token; 403 with
 /// `error="insufficient_scope"` for a token without `openid`.
 #[utoipa::path(get, path = "/oauth2/userinfo", tag = "oauth", security(("bearer" = [])),
